@@ -1,0 +1,217 @@
+/* compile.c - the compilation pipeline behind tilec.h.
+ *
+ *   source text
+ *     | lex            front/lexer.re     -> tokens          (--emit=tokens)
+ *     | parse          front/parser.c     -> AST             (--emit=ast)
+ *     | resolve        sema/resolve.c     -> AST + symbols
+ *     | specialize     sema/irgen*.c      -> tile IR, one function per kernel
+ *     | verify         ir/verify.c
+ *     | optimize       passes/pipeline.c  (fold, canon, cse, licm, dce)
+ *     | verify                            -> tile IR         (--emit=ir)
+ *     v
+ *   interpreter (interp/) or, later, the GPU back end
+ *
+ * Each stage runs only if the previous one reported no error, so messages
+ * are never consequences of earlier ones.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../front/parser.h"
+#include "../interp/interp.h"
+#include "../passes/passes.h"
+#include "../sema/sema.h"
+#include "tilec.h"
+
+struct tc_compilation {
+  Arena arena;
+  Source src;
+  Diags diags;
+  TokenList tokens;
+  Program *prog;
+  Module *module;
+  char *rendered;
+};
+
+static bool stage_ok(const tc_compilation *c) { return c->diags.errors == 0; }
+
+/* Checks that every -D names a const parameter of some compiled kernel. */
+static void check_defines(tc_compilation *c, const tc_options *o) {
+  for (int d = 0; d < o->ndefines; d++) {
+    bool found = false;
+    for (int i = 0; i < c->prog->nitems && !found; i++) {
+      Item *it = c->prog->items[i];
+      if (it->kind != ITEM_KERNEL || (o->kernel && strcmp(o->kernel, it->name) != 0)) continue;
+      for (int p = 0; p < it->nparams; p++)
+        found |= it->params[p].is_const && strcmp(it->params[p].name, o->defines[d].name) == 0;
+    }
+    if (!found)
+      diag_error(&c->diags, (SrcLoc){0, 0}, "-D %s: no %s has a const parameter named '%s'", o->defines[d].name,
+                 o->kernel ? "selected kernel" : "kernel in this file", o->defines[d].name);
+  }
+}
+
+static void specialize_all(tc_compilation *c, const tc_options *o) {
+  ConstDef *defs = ARENA_ARRAY(&c->arena, ConstDef, o->ndefines + 1);
+  for (int d = 0; d < o->ndefines; d++) defs[d] = (ConstDef){o->defines[d].name, o->defines[d].value};
+  bool found = false;
+  for (int i = 0; i < c->prog->nitems && !diags_full(&c->diags); i++) {
+    Item *it = c->prog->items[i];
+    if (it->kind != ITEM_KERNEL || (o->kernel && strcmp(o->kernel, it->name) != 0)) continue;
+    found = true;
+    specialize_kernel(c->module, c->prog, it, defs, o->ndefines, &c->diags);
+  }
+  if (o->kernel && !found) diag_error(&c->diags, (SrcLoc){0, 0}, "no kernel named '%s' in this file", o->kernel);
+}
+
+static void optimize(tc_compilation *c, const tc_options *o) {
+  for (int i = 0; i < c->module->nfuncs; i++)
+    if (!ir_verify_func(c->module->funcs[i], &c->diags))
+      diag_note(&c->diags, (SrcLoc){0, 0}, "internal compiler error: invalid IR from kernel '%s'",
+                c->module->funcs[i]->name);
+  if (!stage_ok(c) || o->no_opt) return;
+  PassOptions po = {0};
+  po.verify_each = o->verify_each_pass;
+  po.diags = &c->diags;
+  passes_run(c->module, &po);
+  for (int i = 0; i < c->module->nfuncs && stage_ok(c); i++)
+    if (!ir_verify_func(c->module->funcs[i], &c->diags))
+      diag_note(&c->diags, (SrcLoc){0, 0}, "internal compiler error: optimization produced invalid IR in kernel '%s'",
+                c->module->funcs[i]->name);
+}
+
+tc_compilation *tc_compile(const char *filename, const char *source, size_t len, const tc_options *options) {
+  tc_options defaults = {0};
+  const tc_options *o = options ? options : &defaults;
+  tc_compilation *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  arena_init(&c->arena);
+  c->src.name = arena_strdup(&c->arena, filename ? filename : "<input>");
+  char *text = arena_alloc(&c->arena, len + 1);
+  if (len) memcpy(text, source, len);
+  c->src.text = text;
+  c->src.len = len;
+  diags_init(&c->diags, &c->arena, &c->src);
+
+  c->tokens = lex(&c->src, &c->arena, &c->diags);
+  c->prog = parse(&c->tokens, &c->arena, &c->diags);
+  if (!stage_ok(c)) return c;
+  resolve_program(c->prog, &c->arena, &c->diags);
+  if (!stage_ok(c)) return c;
+  c->module = ir_module_new(&c->arena, c->src.name);
+  check_defines(c, o);
+  if (!stage_ok(c)) return c;
+  specialize_all(c, o);
+  if (!stage_ok(c)) return c;
+  optimize(c, o);
+  return c;
+}
+
+void tc_free(tc_compilation *c) {
+  if (!c) return;
+  free(c->rendered);
+  arena_free(&c->arena);
+  free(c);
+}
+
+int tc_error_count(const tc_compilation *c) { return c->diags.errors + (c->diags.truncated ? 1 : 0); }
+
+const char *tc_diagnostics(const tc_compilation *c) {
+  tc_compilation *mc = (tc_compilation *)c; /* the rendering is cached */
+  if (!mc->rendered) {
+    StrBuf sb;
+    sb_init(&sb);
+    diags_render_all(&c->diags, &sb);
+    mc->rendered = sb_take(&sb);
+  }
+  return mc->rendered;
+}
+
+char *tc_emit(const tc_compilation *c, tc_emit_kind kind) {
+  StrBuf sb;
+  sb_init(&sb);
+  switch (kind) {
+  case TC_EMIT_TOKENS: tokens_print(&c->tokens, &sb); break;
+  case TC_EMIT_AST:
+    if (!c->prog) return NULL;
+    ast_print(c->prog, &sb);
+    break;
+  case TC_EMIT_IR:
+    if (!c->module || !stage_ok(c)) return NULL;
+    ir_print_module(c->module, &sb);
+    break;
+  }
+  return sb_take(&sb);
+}
+
+int tc_kernel_count(const tc_compilation *c) { return c->module && stage_ok(c) ? c->module->nfuncs : 0; }
+
+const char *tc_kernel_name(const tc_compilation *c, int kernel) {
+  return kernel >= 0 && kernel < tc_kernel_count(c) ? c->module->funcs[kernel]->name : NULL;
+}
+
+int tc_kernel_find(const tc_compilation *c, const char *name) {
+  for (int i = 0; i < tc_kernel_count(c); i++)
+    if (strcmp(c->module->funcs[i]->name, name) == 0) return i;
+  return -1;
+}
+
+int tc_param_count(const tc_compilation *c, int kernel) {
+  return tc_kernel_name(c, kernel) ? (int)c->module->funcs[kernel]->body.nargs : 0;
+}
+
+tc_param tc_param_get(const tc_compilation *c, int kernel, int index) {
+  tc_param p = {0};
+  if (index < 0 || index >= tc_param_count(c, kernel)) return p;
+  const Func *f = c->module->funcs[kernel];
+  TType t = f->body.args[index].type;
+  ScalarKind elem = t.kind == SK_PTR || t.kind == SK_DESC ? (ScalarKind)t.pointee : (ScalarKind)t.kind;
+  p.name = f->params[index].name;
+  p.kind = t.kind == SK_PTR      ? TC_PARAM_PTR
+           : t.kind == SK_DESC   ? TC_PARAM_DESC
+           : t.kind == SK_I1     ? TC_PARAM_BOOL
+           : scalar_is_float(elem) ? TC_PARAM_FLOAT
+                                   : TC_PARAM_INT;
+  p.elem = scalar_name(elem);
+  p.elem_bytes = scalar_bytes(elem);
+  p.elem_signed = scalar_is_signed(elem);
+  p.desc_rank = t.desc_rank;
+  return p;
+}
+
+bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
+                  const tc_buffer *buffers, int nbuffers, uint64_t max_steps, char **error) {
+  if (!tc_kernel_name(c, kernel)) {
+    if (error) *error = strdup("no such kernel (or the compilation failed)");
+    return false;
+  }
+  const Func *f = c->module->funcs[kernel];
+  int n = (int)f->body.nargs;
+  if (nargs != n) {
+    if (error) {
+      StrBuf sb;
+      sb_init(&sb);
+      sb_printf(&sb, "kernel '%s' takes %d arguments, got %d", f->name, n, nargs);
+      *error = sb_take(&sb);
+    }
+    return false;
+  }
+  InterpArg *iargs = calloc((size_t)(n ? n : 1), sizeof *iargs);
+  for (int i = 0; i < n; i++) {
+    tc_param p = tc_param_get(c, kernel, i);
+    if (p.kind == TC_PARAM_PTR) iargs[i].p = args[i].p;
+    else if (p.kind == TC_PARAM_FLOAT) iargs[i].f = args[i].f;
+    else if (p.kind == TC_PARAM_DESC) {
+      iargs[i].desc.base = args[i].p;
+      memcpy(iargs[i].desc.shape, args[i].shape, sizeof args[i].shape);
+      memcpy(iargs[i].desc.strides, args[i].strides, sizeof args[i].strides);
+    } else iargs[i].i = args[i].i;
+  }
+  Interp *ip = interp_new(f, c->src.name);
+  for (int i = 0; i < nbuffers; i++) interp_add_buffer(ip, buffers[i].data, buffers[i].bytes, buffers[i].name);
+  if (max_steps) interp_set_max_steps(ip, max_steps);
+  bool ok = interp_run(ip, grid, iargs, n, error);
+  interp_free(ip);
+  free(iargs);
+  return ok;
+}

@@ -1,0 +1,177 @@
+/* main.c - tilec, the command-line driver: a thin layer over the compiler
+ * library (tilec.h). It parses options, reads the file, compiles, prints
+ * diagnostics and writes what --emit asked for. `tilec run` (run.c) runs a
+ * kernel in the interpreter.
+ *
+ * Exit status: 0 success, 1 errors in the source, 2 bad usage.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: tilec FILE.tile [options]        check and compile kernels\n"
+    "       tilec run FILE.tile [options]    run a kernel in the interpreter (tilec run --help)\n"
+    "\n"
+    "options:\n"
+    "  -k, --kernel NAME      only this kernel (default: every kernel in the file)\n"
+    "  -D NAME=VALUE          value of a const parameter (repeatable)\n"
+    "  --emit=STAGE           print the program after a stage: tokens, ast, ir\n"
+    "  -o FILE                write the --emit output to FILE instead of stdout\n"
+    "  -O0                    skip the IR optimization passes\n"
+    "  --verify-each          verify the IR after every optimization pass\n"
+    "  -h, --help             show this help\n"
+    "  --version              show the version\n"
+    "\n"
+    "Without --emit, tilec checks the file and prints only diagnostics.\n"
+    "Exit status: 0 success, 1 errors in the source, 2 bad usage.\n";
+
+char *cli_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "tilec: cannot open '%s': %s\n", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (n == cap) buf = realloc(buf, cap *= 2);
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    fprintf(stderr, "tilec: cannot read '%s'\n", path);
+    free(buf);
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+bool cli_parse_define(const char *text, tc_define *d) {
+  const char *eq = strchr(text, '=');
+  if (!eq || eq == text || !eq[1]) return false;
+  for (const char *p = text; p < eq; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (p > text && *p >= '0' && *p <= '9')))
+      return false;
+  char *name = malloc((size_t)(eq - text) + 1);
+  memcpy(name, text, (size_t)(eq - text));
+  name[eq - text] = 0;
+  d->name = name;
+  d->value = eq + 1;
+  return true;
+}
+
+typedef struct Options {
+  const char *file, *out, *kernel;
+  int emit; /* -1: none */
+  tc_define defines[CLI_MAX_DEFINES];
+  int ndefines;
+  bool no_opt, verify_each;
+} Options;
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "tilec: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
+  return EXIT_USAGE;
+}
+
+/* Returns -1 when parsing succeeded, otherwise an exit code. */
+static int parse_options(int argc, char **argv, Options *o) {
+  static const char *const emits[] = {"tokens", "ast", "ir"};
+  o->emit = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_text, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(a, "--version")) {
+      printf("tilec %s\n", TILEC_VERSION);
+      return EXIT_OK;
+    } else if (!strcmp(a, "-k") || !strcmp(a, "--kernel") || !strcmp(a, "-o") || !strcmp(a, "-D")) {
+      if (i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
+      const char *v = argv[++i];
+      if (a[1] == 'o') o->out = v;
+      else if (a[1] == 'D') {
+        if (o->ndefines == CLI_MAX_DEFINES) return usage_error("too many -D options%s", "");
+        if (!cli_parse_define(v, &o->defines[o->ndefines++])) return usage_error("-D needs NAME=VALUE, got '%s'", v);
+      } else o->kernel = v;
+    } else if (!strncmp(a, "-D", 2)) {
+      if (o->ndefines == CLI_MAX_DEFINES) return usage_error("too many -D options%s", "");
+      if (!cli_parse_define(a + 2, &o->defines[o->ndefines++])) return usage_error("-D needs NAME=VALUE, got '%s'", a + 2);
+    } else if (!strncmp(a, "--emit=", 7)) {
+      o->emit = -2;
+      for (int k = 0; k < 3; k++)
+        if (!strcmp(a + 7, emits[k])) o->emit = k;
+      if (o->emit == -2) return usage_error("unknown --emit stage '%s' (expected tokens, ast or ir)", a + 7);
+    } else if (!strcmp(a, "-O0")) {
+      o->no_opt = true;
+    } else if (!strcmp(a, "--verify-each")) {
+      o->verify_each = true;
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error("unknown option '%s'", a);
+    } else if (o->file) {
+      return usage_error("more than one input file ('%s')", a);
+    } else {
+      o->file = a;
+    }
+  }
+  if (!o->file) return usage_error("no input file%s", "");
+  return -1;
+}
+
+static int write_output(const char *path, const char *text) {
+  FILE *f = path ? fopen(path, "wb") : stdout;
+  if (!f) {
+    fprintf(stderr, "tilec: cannot write '%s': %s\n", path, strerror(errno));
+    return EXIT_USAGE;
+  }
+  fputs(text, f);
+  if (path && fclose(f) != 0) {
+    fprintf(stderr, "tilec: cannot write '%s'\n", path);
+    return EXIT_USAGE;
+  }
+  return EXIT_OK;
+}
+
+static int compile_file(const Options *o) {
+  size_t len;
+  char *src = cli_read_file(o->file, &len);
+  if (!src) return EXIT_USAGE;
+  tc_options opt = {o->kernel, o->defines, o->ndefines, o->no_opt, o->verify_each};
+  tc_compilation *c = tc_compile(o->file, src, len, &opt);
+  free(src);
+  int rc = EXIT_OK;
+  /* Tokens and the AST can be shown even when later stages failed. */
+  if (o->emit == TC_EMIT_TOKENS || o->emit == TC_EMIT_AST) {
+    char *text = tc_emit(c, (tc_emit_kind)o->emit);
+    if (text) rc = write_output(o->out, text);
+    free(text);
+  }
+  if (tc_error_count(c)) {
+    fputs(tc_diagnostics(c), stderr);
+    rc = EXIT_SOURCE_ERROR;
+  } else if (o->emit == TC_EMIT_IR) {
+    char *text = tc_emit(c, TC_EMIT_IR);
+    rc = write_output(o->out, text ? text : "");
+    free(text);
+  }
+  tc_free(c);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "run")) return cli_run(argc - 1, argv + 1);
+  Options o = {0};
+  int rc = parse_options(argc, argv, &o);
+  if (rc < 0) rc = compile_file(&o);
+  for (int i = 0; i < o.ndefines; i++) free((char *)o.defines[i].name);
+  return rc;
+}

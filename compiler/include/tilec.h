@@ -1,0 +1,111 @@
+/* tilec.h - the tile compiler as a library.
+ *
+ * Compile a .tile source (held in memory) into specialized tile IR, look at
+ * the result of any stage, and run kernels in the reference interpreter.
+ * A compilation owns all its memory; nothing here keeps global state, so
+ * several compilations may run on different threads at once.
+ *
+ *   tc_options opt = {0};
+ *   tc_compilation *c = tc_compile("softmax.tile", src, len, &opt);
+ *   if (tc_error_count(c)) fputs(tc_diagnostics(c), stderr);
+ *   ...
+ *   tc_free(c);
+ */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILEC_VERSION "0.1.0"
+
+typedef struct tc_compilation tc_compilation;
+
+/* A const parameter value, as on the command line: -D NAME=VALUE. */
+typedef struct tc_define {
+  const char *name;
+  const char *value;
+} tc_define;
+
+typedef struct tc_options {
+  const char *kernel;          /* compile only this kernel; NULL: every kernel */
+  const tc_define *defines;    /* applied to every kernel that has the name */
+  int ndefines;
+  bool no_opt;                 /* skip the IR optimization passes */
+  bool verify_each_pass;       /* run the IR verifier after every pass */
+} tc_options;
+
+/* Compiles source text; never returns NULL (except when out of memory).
+ * Problems are reported as diagnostics, not by failing the call. */
+tc_compilation *tc_compile(const char *filename, const char *source, size_t len, const tc_options *options);
+void tc_free(tc_compilation *c);
+
+int tc_error_count(const tc_compilation *c);
+/* All diagnostics rendered as "file:line:col: error: ..." with the source
+ * line and a caret; "" when there are none. Owned by the compilation. */
+const char *tc_diagnostics(const tc_compilation *c);
+
+typedef enum tc_emit_kind {
+  TC_EMIT_TOKENS, /* one token per line */
+  TC_EMIT_AST,    /* S-expressions */
+  TC_EMIT_IR,     /* textual tile IR after the optimization passes */
+} tc_emit_kind;
+
+/* The program at a stage, as text (malloc'd; free it). NULL if the
+ * compilation did not get that far. */
+char *tc_emit(const tc_compilation *c, tc_emit_kind kind);
+
+/* Kernels of the compiled module (after specialization). */
+int tc_kernel_count(const tc_compilation *c);
+const char *tc_kernel_name(const tc_compilation *c, int kernel);
+/* Index of a kernel by name, or -1. */
+int tc_kernel_find(const tc_compilation *c, const char *name);
+
+typedef enum tc_param_kind { TC_PARAM_INT, TC_PARAM_FLOAT, TC_PARAM_BOOL, TC_PARAM_PTR, TC_PARAM_DESC } tc_param_kind;
+
+typedef struct tc_param {
+  const char *name;
+  tc_param_kind kind;
+  const char *elem;     /* element type name: the scalar's type, or what a pointer/descriptor points to */
+  int elem_bytes;       /* size of one element in memory */
+  bool elem_signed;
+  int desc_rank;        /* TC_PARAM_DESC */
+} tc_param;
+
+/* Runtime parameters of a kernel (const parameters are specialized away). */
+int tc_param_count(const tc_compilation *c, int kernel);
+tc_param tc_param_get(const tc_compilation *c, int kernel, int index);
+
+/* ---- the interpreter ---- */
+
+/* One kernel argument, matching the parameter's kind. */
+typedef struct tc_arg {
+  int64_t i;  /* TC_PARAM_INT and TC_PARAM_BOOL */
+  double f;   /* TC_PARAM_FLOAT */
+  void *p;    /* TC_PARAM_PTR; TC_PARAM_DESC: the base */
+  int64_t shape[4], strides[4]; /* TC_PARAM_DESC, in elements */
+} tc_arg;
+
+/* Host memory the kernel may access (anything else is an error). */
+typedef struct tc_buffer {
+  void *data;
+  size_t bytes;
+  const char *name;
+} tc_buffer;
+
+/* Runs `kernel` over the grid in the interpreter. Returns true on success;
+ * on failure *error receives a malloc'd message (free it) naming the
+ * source location. max_steps = 0 uses the default execution limit. */
+bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
+                  const tc_buffer *buffers, int nbuffers, uint64_t max_steps, char **error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

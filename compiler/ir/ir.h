@@ -1,0 +1,176 @@
+/* ir.h - the tile IR: SSA values of tile type, ops in blocks, structured
+ * control flow through ops with regions.
+ *
+ *   Module -> Func (a kernel, specialized: no const parameters left)
+ *   Func   -> body Block (its arguments are the kernel's runtime parameters)
+ *   Block  -> doubly linked list of Ops, ending with a terminator
+ *   Op     -> operands (Value*), results (Value[]), regions (Block[]), attrs
+ *
+ * Each region is exactly one Block. Values are defined once (op results or
+ * block arguments) and used in the same block or in blocks nested inside it,
+ * after their definition.
+ *
+ * Operation semantics (types are checked by ir_verify):
+ *   const            splat of attr value (int in attr[0] as raw 64 bits, or
+ *                    float in fattr) to the result type
+ *   arange           i32[end-start] = start, start+1, ...
+ *   add..min         elementwise on equal types; int div/rem truncate,
+ *                    shr arithmetic for signed types, max/min are maxNum
+ *   cmp_*            i1 result, operands of equal type
+ *   ptr_add          pointer tile + integer tile (offset in elements)
+ *   cast             value conversion (numeric.h num_convert); also
+ *                    pointer <-> pointer and pointer <-> 64-bit int
+ *   bitcast          reinterpretation between equal bit widths
+ *   select           (i1 cond, a, b)
+ *   broadcast        operand rank 0 or equal rank with dims 1 stretched
+ *   expand_dims      inserts a dimension of size 1 at attr axis
+ *   reshape          same element count, row-major order kept
+ *   trans            permutes dimensions; attr perm packs perm[i] into
+ *                    bits 4i..4i+3; result dim i = operand dim perm[i]
+ *   reduce_*, arg*   remove dimension attr axis; argmax/argmin give i32
+ *   dot              (a: T[M,K], b: T[K,N], acc: A[M,N]) -> A[M,N], or the
+ *                    same with a leading batch dimension
+ *   load             (ptr) or (ptr, mask, other)
+ *   store            (ptr, value) or (ptr, value, mask)
+ *   atomic_*         (ptr, value) or (ptr, value, mask) -> old values;
+ *                    atomic_cas (ptr, cmp, value) or (ptr, cmp, value, mask)
+ *   block_load       (desc, offsets x rank) -> T[box]
+ *   block_store      (desc, value, offsets x rank)
+ *   for              (lo, hi, step, inits...) region args (iv, iters...),
+ *                    body yields iters; results are the final iters
+ *   if               (cond: i1) two regions that yield the results
+ *   while            (inits...) region 0 (args iters) yields one i1;
+ *                    region 1 (args iters) yields new iters
+ */
+#ifndef TILE_IR_H
+#define TILE_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../util/arena.h"
+#include "../util/diag.h"
+#include "../util/strbuf.h"
+#include "ops.h"
+#include "types.h"
+
+/* Attribute slots per op: enough for the five warp-specialization and
+ * pipeline settings of a for loop. */
+#define IR_MAX_ATTRS 6
+
+typedef struct Value Value;
+typedef struct Op Op;
+typedef struct Block Block;
+
+struct Value {
+  TType type;
+  Op *def;       /* defining op; NULL for a block argument */
+  Block *owner;  /* block of a block argument */
+  uint32_t index;  /* result or argument index */
+  uint32_t id;     /* number used by the printer; scratch for passes */
+  Value *repl;     /* pending replacement (ir_apply_replacements) */
+};
+
+struct Block {
+  Value *args;
+  uint32_t nargs;
+  Op *first, *last;
+  Op *parent; /* op whose region this is; NULL for a function body */
+};
+
+struct Op {
+  uint16_t kind;     /* OpKind */
+  uint16_t nregions;
+  uint32_t noperands, nresults;
+  Value **operands;
+  Value *results;
+  Block *regions;
+  int64_t attr[IR_MAX_ATTRS];
+  double fattr; /* float value of a const */
+  SrcLoc loc;
+  Op *prev, *next;
+  Block *parent;
+  uint32_t scratch; /* for passes */
+};
+
+/* A runtime parameter's declared facts. */
+typedef struct ParamInfo {
+  const char *name;
+  int64_t align;       /* bytes; 0 = none declared */
+  int64_t multiple_of; /* 0 = none declared */
+} ParamInfo;
+
+/* A const parameter's value, recorded for printing and metadata. */
+typedef struct ConstInfo {
+  const char *name;
+  TType type;     /* SK_TYPE for a type value (then tval holds it) */
+  int64_t ival;   /* ints and bools */
+  double fval;    /* floats */
+  uint8_t tval;   /* ScalarKind, for SK_TYPE */
+} ConstInfo;
+
+/* Kernel-level warp specialization (all zero when absent). */
+typedef struct WarpSpec {
+  int producers, consumers, producer_registers, consumer_registers;
+} WarpSpec;
+
+typedef struct Func {
+  const char *name;
+  Block body;
+  ParamInfo *params; /* body.nargs entries */
+  ConstInfo *consts;
+  int nconsts;
+  int warps; /* from @warps, 0 = default */
+  WarpSpec ws;
+  SrcLoc loc;
+} Func;
+
+typedef struct Module {
+  Arena *arena;
+  const char *source_name;
+  Func **funcs;
+  int nfuncs, capfuncs;
+} Module;
+
+/* Construction. Ops are allocated in the module's arena. */
+Module *ir_module_new(Arena *arena, const char *source_name);
+Func *ir_func_new(Module *m, const char *name, int nparams, const TType *param_types, SrcLoc loc);
+/* Creates a detached op with uninitialized operands (set op->operands[i]),
+ * results of the given types, and empty regions. */
+Op *ir_op_new(Arena *a, OpKind kind, int noperands, int nresults, const TType *result_types,
+              int nregions, SrcLoc loc);
+/* Convenience: operands given as an array. */
+Op *ir_op_make(Arena *a, OpKind kind, int noperands, Value *const *operands, int nresults,
+               const TType *result_types, SrcLoc loc);
+void ir_block_set_args(Arena *a, Block *b, int nargs, const TType *types);
+void ir_append(Block *b, Op *op);
+void ir_insert_before(Op *before, Op *op);
+void ir_unlink(Op *op);
+
+/* Operation properties. */
+const OpInfo *ir_info(const Op *op);
+bool ir_is_const(const Value *v);
+/* Integer value of a constant integer (or i1) value. */
+bool ir_const_int(const Value *v, int64_t *out);
+
+/* Replacement: set from->repl = to for any number of values, then one call
+ * rewrites every operand in the function (chains are followed). */
+void ir_apply_replacements(Func *f);
+
+/* Walk: calls fn for every op of a block, depth first (an op before the
+ * ops in its regions). */
+typedef void (*IrWalkFn)(Op *op, void *user);
+void ir_walk_block(Block *b, IrWalkFn fn, void *user);
+
+/* Textual form (print.c, parse.c). */
+void ir_print_module(const Module *m, StrBuf *out);
+void ir_print_func(const Func *f, StrBuf *out);
+/* Parses text produced by ir_print_module; errors go to diags. */
+Module *ir_parse(Arena *arena, const Source *src, Diags *diags);
+
+/* Verifier (verify.c): structure, dominance, operand and result types.
+ * Returns true when valid; otherwise reports to diags. */
+bool ir_verify_module(const Module *m, Diags *diags);
+bool ir_verify_func(const Func *f, Diags *diags);
+
+#endif

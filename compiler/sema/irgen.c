@@ -1,0 +1,688 @@
+/* irgen.c - kernel specialization: const parameters, statements, structured
+ * control flow and inlining of helper functions (see irgen.h).
+ *
+ * Mutable variables become SSA values by construction: a `var` holds its
+ * current IR value in the frame; an `if`, `for` or `while` that assigns
+ * variables declared outside it gets them as results (and, for loops, as
+ * loop-carried block arguments), found by scanning the statement's body for
+ * assignments before generating it. An `if` whose condition is a
+ * compile-time constant generates only the branch taken.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "irgen.h"
+
+/* Limits of the annotations (spec/annotations.md). */
+#define MAX_PIPELINE_STAGES 8
+#define MAX_WARPS 32
+#define WARPGROUP_WARPS 4
+#define MIN_WS_REGISTERS 24
+#define MAX_WS_REGISTERS 256
+#define SM_REGISTERS 65536
+
+static void gen_block(Gen *g, AstBlock *b);
+
+static Frame *frame_new(Gen *g, Item *item) {
+  Frame *f = ARENA_NEW(g->arena, Frame);
+  f->item = item;
+  int n = item->nlocals ? item->nlocals : 1;
+  f->slots = ARENA_ARRAY(g->arena, SVal, n);
+  f->bound = ARENA_ARRAY(g->arena, bool, n);
+  return f;
+}
+
+static void bind(Gen *g, Symbol *sym, SVal v) {
+  if (!sym) return;
+  g->frame->slots[sym->slot] = v;
+  g->frame->bound[sym->slot] = true;
+}
+
+/* ---- assigned-variable scan ---- */
+
+typedef struct SymList {
+  Symbol **items;
+  int n, cap;
+} SymList;
+
+static void symlist_add(Gen *g, SymList *l, Symbol *s) {
+  for (int i = 0; i < l->n; i++)
+    if (l->items[i] == s) return;
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 8;
+    l->items = arena_grow(g->arena, l->items, sizeof(Symbol *), (size_t)l->cap, (size_t)cap);
+    l->cap = cap;
+  }
+  l->items[l->n++] = s;
+}
+
+static void scan_assigned(Gen *g, AstBlock *b, SymList *out);
+
+static void scan_stmt(Gen *g, Stmt *s, SymList *out) {
+  switch (s->kind) {
+  case ST_ASSIGN:
+    /* Only variables that exist before the statement are carried. */
+    if (s->assign.sym && g->frame->bound[s->assign.sym->slot]) symlist_add(g, out, s->assign.sym);
+    break;
+  case ST_IF:
+    scan_assigned(g, s->if_.then_block, out);
+    if (s->if_.else_block) scan_assigned(g, s->if_.else_block, out);
+    break;
+  case ST_FOR: scan_assigned(g, s->for_.body, out); break;
+  case ST_WHILE: scan_assigned(g, s->while_.body, out); break;
+  case ST_BLOCK: scan_assigned(g, s->block, out); break;
+  default: break;
+  }
+}
+
+static void scan_assigned(Gen *g, AstBlock *b, SymList *out) {
+  for (int i = 0; i < b->nstmts; i++) scan_stmt(g, b->stmts[i], out);
+}
+
+/* Current values of carried variables. */
+static void carried_values(Gen *g, const SymList *l, Value **vals, TType *types) {
+  for (int i = 0; i < l->n; i++) {
+    vals[i] = g->frame->slots[l->items[i]->slot].v;
+    if (types) types[i] = vals[i]->type;
+  }
+}
+
+static void emit_yield(Gen *g, const SymList *carried, SrcLoc loc) {
+  Op *y = ir_op_new(g->arena, OP_YIELD, carried->n, 0, NULL, 0, loc);
+  carried_values(g, carried, y->operands, NULL);
+  ir_append(g->block, y);
+}
+
+static void bind_carried(Gen *g, const SymList *carried, Value *vals) {
+  for (int i = 0; i < carried->n; i++) bind(g, carried->items[i], sv_value(&vals[i], vals[i].def ? vals[i].def->loc : (SrcLoc){0, 0}));
+}
+
+/* ---- statements ---- */
+
+/* Coerces v to a variable's type: literals adapt (and broadcast); other
+ * values must have the same element type and a shape that broadcasts. */
+static Value *coerce_to(Gen *g, SVal v, TType t, SrcLoc loc, const char *what) {
+  if (!sv_ok(&v)) return NULL;
+  if (v.kind != SV_VALUE) {
+    gen_value(g, v);
+    return NULL;
+  }
+  if (!v.weak && !type_elem_eq(v.v->type, t)) {
+    diag_error(g->diags, loc, "cannot assign %s to %s of type %s", type_name(g, v.v->type), what, type_name(g, t));
+    return NULL;
+  }
+  Value *x = v.weak ? gen_convert(g, v, (ScalarKind)t.kind, loc) : v.v;
+  if (!x) return NULL;
+  if (x->type.rank > t.rank) {
+    diag_error(g->diags, loc, "cannot assign %s to %s of type %s", type_name(g, x->type), what, type_name(g, t));
+    return NULL;
+  }
+  return gen_broadcast(g, x, t.rank, t.shape, loc);
+}
+
+static void gen_let(Gen *g, Stmt *s) {
+  SVal v = gen_expr(g, s->let.init);
+  if (!sv_ok(&v)) {
+    bind(g, s->let.sym, sv_error());
+    return;
+  }
+  if (s->let.type) {
+    TType t;
+    Value *x = gen_type(g, s->let.type, &t) ? coerce_to(g, v, t, s->let.init->loc, arena_printf(g->arena, "'%s'", s->let.name)) : NULL;
+    v = x ? sv_value(x, s->let.name_loc) : sv_error();
+  } else if (s->let.is_var) {
+    if (v.kind != SV_VALUE) {
+      diag_error(g->diags, s->let.init->loc, "a variable declared with 'var' must hold a value");
+      v = sv_error();
+    } else {
+      v = sv_value(gen_value(g, v), s->let.name_loc); /* literals get their default type */
+    }
+  }
+  bind(g, s->let.sym, v);
+}
+
+static void gen_assign(Gen *g, Stmt *s) {
+  Symbol *sym = s->assign.sym;
+  SVal v = gen_expr(g, s->assign.value);
+  if (!sym || !sv_ok(&v)) return;
+  SVal cur = g->frame->slots[sym->slot];
+  if (!sv_ok(&cur)) return;
+  if (s->assign.op != TOK_ASSIGN) {
+    static const TokKind binops[] = {TOK_PLUS, TOK_MINUS, TOK_STAR, TOK_SLASH, TOK_PERCENT,
+                                     TOK_AMP,  TOK_PIPE,  TOK_CARET, TOK_SHL, TOK_SHR};
+    v = gen_binary_op(g, binops[s->assign.op - TOK_PLUS_ASSIGN], cur, v, s->loc);
+    if (!sv_ok(&v)) return;
+  }
+  Value *x = coerce_to(g, v, cur.v->type, s->assign.value->loc, arena_printf(g->arena, "variable '%s'", sym->name));
+  if (x) bind(g, sym, sv_value(x, s->loc));
+}
+
+/* A scalar i1 condition; *is_const and *const_val tell a known value. */
+static Value *gen_condition(Gen *g, Expr *e, const char *construct, bool *is_const, int64_t *const_val) {
+  SVal c = gen_expr(g, e);
+  if (!sv_ok(&c)) return NULL;
+  Value *v = gen_value(g, c);
+  if (!v) return NULL;
+  if (v->type.kind != SK_I1 || v->type.rank != 0) {
+    if (v->type.rank != 0)
+      diag_error(g->diags, e->loc, "%s condition must be a scalar i1, not %s; use where() to select between tiles",
+                 construct, type_name(g, v->type));
+    else
+      diag_error(g->diags, e->loc, "%s condition must be i1 (a comparison or a bool), not %s", construct,
+                 type_name(g, v->type));
+    return NULL;
+  }
+  *is_const = ir_const_int(v, const_val);
+  return v;
+}
+
+static void gen_if(Gen *g, Stmt *s) {
+  bool is_const = false;
+  int64_t cval = 0;
+  Value *cond = gen_condition(g, s->if_.cond, "'if'", &is_const, &cval);
+  if (!cond) return;
+  if (is_const) {
+    AstBlock *taken = cval ? s->if_.then_block : s->if_.else_block;
+    if (taken) gen_block(g, taken);
+    return;
+  }
+  SymList carried = {0};
+  scan_stmt(g, s, &carried);
+  TType *types = ARENA_ARRAY(g->arena, TType, carried.n + 1);
+  SVal *saved = ARENA_ARRAY(g->arena, SVal, carried.n + 1);
+  for (int i = 0; i < carried.n; i++) {
+    saved[i] = g->frame->slots[carried.items[i]->slot];
+    if (!sv_ok(&saved[i])) return;
+    types[i] = saved[i].v->type;
+  }
+  Op *op = ir_op_new(g->arena, OP_IF, 1, carried.n, types, 2, s->loc);
+  op->operands[0] = cond;
+  ir_append(g->block, op);
+  Block *outer = g->block;
+  for (int r = 0; r < 2; r++) {
+    AstBlock *b = r == 0 ? s->if_.then_block : s->if_.else_block;
+    g->block = &op->regions[r];
+    for (int i = 0; i < carried.n; i++) bind(g, carried.items[i], saved[i]);
+    if (b) gen_block(g, b);
+    emit_yield(g, &carried, b ? b->loc : s->loc);
+  }
+  g->block = outer;
+  bind_carried(g, &carried, op->results);
+}
+
+/* The annotation argument at position k as a constant integer, or dflt. */
+static bool annot_int(Gen *g, Annotation *a, int k, int64_t dflt, int64_t *out) {
+  if (!a->bound || k >= a->nbound || !a->bound[k]) {
+    *out = dflt;
+    return true;
+  }
+  return gen_const_int(g, gen_expr(g, a->bound[k]), out, arena_printf(g->arena, "the argument of '@%s'", a->name));
+}
+
+static Annotation *find_annot(Annotation *a, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(a[i].name, name) == 0) return &a[i];
+  return NULL;
+}
+
+/* Reads and checks @warp_specialize; false after reporting. */
+static bool gen_warp_specialize(Gen *g, Annotation *a, WarpSpec *ws) {
+  int64_t p, c, rp, rc;
+  if (!annot_int(g, a, 0, 1, &p) || !annot_int(g, a, 1, 2, &c) || !annot_int(g, a, 2, 40, &rp) ||
+      !annot_int(g, a, 3, 232, &rc))
+    return false;
+  const char *err = NULL;
+  if (p < 1 || c < 1) err = "needs at least one producer and one consumer warpgroup";
+  else if (WARPGROUP_WARPS * (p + c) > MAX_WARPS)
+    err = arena_printf(g->arena, "needs %lld warps; a block has at most %d (4 warps per warpgroup)",
+                       (long long)(WARPGROUP_WARPS * (p + c)), MAX_WARPS);
+  else if (rp % 8 || rc % 8 || rp < MIN_WS_REGISTERS || rc < MIN_WS_REGISTERS || rp > MAX_WS_REGISTERS ||
+           rc > MAX_WS_REGISTERS)
+    err = arena_printf(g->arena, "register counts must be multiples of 8 between %d and %d", MIN_WS_REGISTERS,
+                       MAX_WS_REGISTERS);
+  else if (32 * WARPGROUP_WARPS * (p * rp + c * rc) > SM_REGISTERS)
+    err = arena_printf(g->arena, "needs %lld registers; an SM has %d",
+                       (long long)(32 * WARPGROUP_WARPS * (p * rp + c * rc)), SM_REGISTERS);
+  if (err) {
+    diag_error(g->diags, a->loc, "'@warp_specialize' %s", err);
+    return false;
+  }
+  *ws = (WarpSpec){(int)p, (int)c, (int)rp, (int)rc};
+  return true;
+}
+
+/* Start, end and step of a range, converted to one integer type: the
+ * promotion of the typed operands, or i32 (i64 if needed) for literals. */
+static bool gen_range(Gen *g, Stmt *s, Value **lo, Value **hi, Value **step) {
+  SrcLoc loc = s->loc;
+  SVal v[3] = {s->for_.start ? gen_expr(g, s->for_.start) : sv_weak_int(0, loc), gen_expr(g, s->for_.end),
+               s->for_.step ? gen_expr(g, s->for_.step) : sv_weak_int(1, loc)};
+  ScalarKind k = SK_VOID;
+  bool wide = false;
+  for (int i = 0; i < 3; i++) {
+    if (!sv_ok(&v[i])) return false;
+    if (v[i].kind != SV_VALUE) {
+      gen_value(g, v[i]); /* reports what it is instead */
+      return false;
+    }
+    TType t = sv_type(&v[i]);
+    if (v[i].weak_float || (!v[i].weak && (!scalar_is_int((ScalarKind)t.kind) || t.kind == SK_I1 || t.rank))) {
+      diag_error(g->diags, v[i].loc, "range() bounds must be integer scalars, not %s", type_name(g, t));
+      return false;
+    }
+    if (v[i].weak) wide |= t.kind == SK_I64;
+    else k = k == SK_VOID ? (ScalarKind)t.kind : promote_kinds(k, (ScalarKind)t.kind);
+  }
+  if (k == SK_VOID) k = wide ? SK_I64 : SK_I32;
+  Value **out[3] = {lo, hi, step};
+  for (int i = 0; i < 3; i++)
+    if (!(*out[i] = gen_convert(g, v[i], k, v[i].loc))) return false;
+  int64_t sv;
+  if (ir_const_int(*step, &sv) && sv == 0) {
+    diag_error(g->diags, v[2].loc, "range() step must not be zero");
+    return false;
+  }
+  return true;
+}
+
+static bool gen_loop_annotations(Gen *g, Stmt *s, Op *op) {
+  Annotation *pipe = find_annot(s->annots, s->nannots, "pipeline");
+  if (pipe) {
+    int64_t stages;
+    if (!annot_int(g, pipe, 0, 1, &stages)) return false;
+    if (stages < 1 || stages > MAX_PIPELINE_STAGES) {
+      diag_error(g->diags, pipe->loc, "'@pipeline' stages must be between 1 and %d (got %lld)", MAX_PIPELINE_STAGES,
+                 (long long)stages);
+      return false;
+    }
+    op->attr[0] = stages;
+  }
+  Annotation *wsa = find_annot(s->annots, s->nannots, "warp_specialize");
+  if (wsa) {
+    WarpSpec ws;
+    if (!gen_warp_specialize(g, wsa, &ws)) return false;
+    op->attr[1] = ws.producers;
+    op->attr[2] = ws.consumers;
+    op->attr[3] = ws.producer_registers;
+    op->attr[4] = ws.consumer_registers;
+  }
+  return true;
+}
+
+static void gen_for(Gen *g, Stmt *s) {
+  Value *lo, *hi, *step;
+  if (!gen_range(g, s, &lo, &hi, &step)) return;
+  SymList carried = {0};
+  scan_stmt(g, s, &carried);
+  int n = carried.n;
+  Op *op = ir_op_new(g->arena, OP_FOR, 3 + n, n, NULL, 1, s->loc);
+  TType *types = ARENA_ARRAY(g->arena, TType, n + 1);
+  op->operands[0] = lo;
+  op->operands[1] = hi;
+  op->operands[2] = step;
+  for (int i = 0; i < n; i++) {
+    SVal cur = g->frame->slots[carried.items[i]->slot];
+    if (!sv_ok(&cur)) return;
+    op->operands[3 + i] = cur.v;
+    types[1 + i] = cur.v->type;
+    op->results[i].type = cur.v->type;
+  }
+  types[0] = lo->type;
+  if (!gen_loop_annotations(g, s, op)) return;
+  ir_append(g->block, op);
+  ir_block_set_args(g->arena, &op->regions[0], n + 1, types);
+  Block *outer = g->block;
+  g->block = &op->regions[0];
+  bind(g, s->for_.sym, sv_value(&op->regions[0].args[0], s->for_.var_loc));
+  bind_carried(g, &carried, op->regions[0].args + 1);
+  gen_block(g, s->for_.body);
+  emit_yield(g, &carried, s->loc);
+  g->block = outer;
+  bind_carried(g, &carried, op->results);
+}
+
+static void gen_while(Gen *g, Stmt *s) {
+  SymList carried = {0};
+  scan_stmt(g, s, &carried);
+  int n = carried.n;
+  TType *types = ARENA_ARRAY(g->arena, TType, n + 1);
+  Value **inits = ARENA_ARRAY(g->arena, Value *, n + 1);
+  for (int i = 0; i < n; i++) {
+    SVal cur = g->frame->slots[carried.items[i]->slot];
+    if (!sv_ok(&cur)) return;
+    inits[i] = cur.v;
+    types[i] = cur.v->type;
+  }
+  Op *op = ir_op_new(g->arena, OP_WHILE, n, n, types, 2, s->loc);
+  for (int i = 0; i < n; i++) op->operands[i] = inits[i];
+  ir_append(g->block, op);
+  Block *outer = g->block;
+  /* Region 0: the condition, from the current values. */
+  ir_block_set_args(g->arena, &op->regions[0], n, types);
+  g->block = &op->regions[0];
+  bind_carried(g, &carried, op->regions[0].args);
+  bool is_const;
+  int64_t cval;
+  Value *cond = gen_condition(g, s->while_.cond, "'while'", &is_const, &cval);
+  if (!cond) {
+    g->block = outer;
+    return;
+  }
+  Op *y = ir_op_new(g->arena, OP_YIELD, 1, 0, NULL, 0, s->while_.cond->loc);
+  y->operands[0] = cond;
+  ir_append(g->block, y);
+  /* Region 1: the body. */
+  ir_block_set_args(g->arena, &op->regions[1], n, types);
+  g->block = &op->regions[1];
+  bind_carried(g, &carried, op->regions[1].args);
+  gen_block(g, s->while_.body);
+  emit_yield(g, &carried, s->loc);
+  g->block = outer;
+  bind_carried(g, &carried, op->results);
+}
+
+static void gen_stmt(Gen *g, Stmt *s) {
+  switch (s->kind) {
+  case ST_LET: gen_let(g, s); break;
+  case ST_ASSIGN: gen_assign(g, s); break;
+  case ST_EXPR: gen_expr(g, s->expr); break;
+  case ST_IF: gen_if(g, s); break;
+  case ST_FOR: gen_for(g, s); break;
+  case ST_WHILE: gen_while(g, s); break;
+  case ST_BLOCK: gen_block(g, s->block); break;
+  case ST_RETURN: break; /* handled by gen_call_fn */
+  }
+}
+
+static void gen_block(Gen *g, AstBlock *b) {
+  for (int i = 0; i < b->nstmts && !diags_full(g->diags); i++) gen_stmt(g, b->stmts[i]);
+}
+
+/* ---- helper functions and global constants ---- */
+
+/* Binds one argument to a helper parameter. */
+static bool bind_fn_param(Gen *g, Frame *callee, Param *p, SVal arg, const char *fname) {
+  if (!sv_ok(&arg)) return false;
+  Frame *caller = g->frame;
+  g->frame = callee; /* parameter types may name earlier type parameters */
+  SVal v = arg;
+  bool ok = true;
+  if (p->type) {
+    TType t;
+    ok = gen_type(g, p->type, &t);
+    if (ok && t.kind == SK_TYPE) {
+      if (arg.kind != SV_TYPE) {
+        diag_error(g->diags, arg.loc, "argument '%s' of '%s' must be a type", p->name, fname);
+        ok = false;
+      }
+    } else if (ok) {
+      Value *x = NULL;
+      if (arg.kind == SV_VALUE && !arg.weak && !type_eq(arg.v->type, t))
+        diag_error(g->diags, arg.loc, "argument '%s' of '%s' has type %s, expected %s", p->name, fname,
+                   type_name(g, arg.v->type), type_name(g, t));
+      else
+        x = coerce_to(g, arg, t, arg.loc, arena_printf(g->arena, "parameter '%s'", p->name));
+      ok = x != NULL;
+      v = sv_value(x, arg.loc);
+    }
+  }
+  if (ok && p->is_const && v.kind == SV_VALUE && !v.weak && !ir_is_const(v.v)) {
+    diag_error(g->diags, arg.loc, "argument '%s' of '%s' must be a compile-time constant", p->name, fname);
+    ok = false;
+  }
+  g->frame = caller;
+  if (ok) {
+    callee->slots[p->sym->slot] = v;
+    callee->bound[p->sym->slot] = true;
+  }
+  return ok;
+}
+
+SVal gen_call_fn(Gen *g, Expr *call) {
+  Item *fn = call->call.sym->item;
+  if (g->inline_depth >= IRGEN_MAX_INLINE_DEPTH) {
+    diag_error(g->diags, call->loc, "helper calls nest more than %d deep", IRGEN_MAX_INLINE_DEPTH);
+    return sv_error();
+  }
+  Frame *callee = frame_new(g, fn);
+  bool ok = true;
+  for (int i = 0; i < fn->nparams; i++) {
+    SVal arg = gen_expr(g, call->call.bound[i]);
+    ok &= bind_fn_param(g, callee, &fn->params[i], arg, fn->name);
+  }
+  if (!ok) return sv_error();
+  Frame *caller = g->frame;
+  g->frame = callee;
+  g->inline_depth++;
+  AstBlock *body = fn->body;
+  int n = body->nstmts;
+  Stmt *last = n ? body->stmts[n - 1] : NULL;
+  bool has_return = last && last->kind == ST_RETURN;
+  for (int i = 0; i < n - (has_return ? 1 : 0) && !diags_full(g->diags); i++) gen_stmt(g, body->stmts[i]);
+  SVal result = (SVal){.kind = SV_VOID, .loc = call->loc};
+  if (has_return && last->expr) {
+    result = gen_expr(g, last->expr);
+    if (fn->ret && sv_ok(&result)) {
+      TType t;
+      Value *x = gen_type(g, fn->ret, &t)
+                     ? coerce_to(g, result, t, last->expr->loc, arena_printf(g->arena, "the result of '%s'", fn->name))
+                     : NULL;
+      result = x ? sv_value(x, call->loc) : sv_error();
+    }
+  }
+  g->inline_depth--;
+  g->frame = caller;
+  if (result.kind != SV_ERROR) result.loc = call->loc;
+  return result;
+}
+
+SVal gen_global_const(Gen *g, Symbol *sym, SrcLoc loc) {
+  Item *it = sym->item;
+  if (sym->state == 1) {
+    diag_error(g->diags, loc, "constant '%s' depends on itself", it->name);
+    return sv_error();
+  }
+  if (!it->const_value) return sv_error();
+  Frame *saved = g->frame;
+  g->frame = frame_new(g, it);
+  sym->state = 1;
+  SVal v = gen_expr(g, it->const_value);
+  if (it->const_type && sv_ok(&v)) {
+    TType t;
+    Value *x = gen_type(g, it->const_type, &t)
+                   ? coerce_to(g, v, t, it->const_value->loc, arena_printf(g->arena, "constant '%s'", it->name))
+                   : NULL;
+    v = x ? sv_value(x, loc) : sv_error();
+  }
+  sym->state = 0;
+  g->frame = saved;
+  if (v.kind == SV_VALUE && !v.weak && !ir_is_const(v.v)) {
+    diag_error(g->diags, it->const_value->loc, "the value of constant '%s' must be a compile-time constant", it->name);
+    return sv_error();
+  }
+  if (v.kind != SV_ERROR) v.loc = loc;
+  return v;
+}
+
+/* ---- kernels ---- */
+
+/* Parses a -D value for a const parameter of type t. */
+static bool parse_define(Gen *g, Param *p, TType t, const char *text, SVal *out) {
+  SrcLoc loc = p->loc;
+  ScalarKind k = (ScalarKind)t.kind;
+  char *end = NULL;
+  errno = 0;
+  if (k == SK_TYPE) {
+    ScalarKind sk = scalar_from_name(text, strlen(text));
+    if (sk == SK_VOID) goto bad;
+    *out = (SVal){.kind = SV_TYPE, .loc = loc, .type = type_scalar(sk)};
+    return true;
+  }
+  if (k == SK_I1) {
+    if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0) *out = sv_weak_int(1, loc);
+    else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0) *out = sv_weak_int(0, loc);
+    else goto bad;
+  } else if (scalar_is_float(k)) {
+    double d = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE) goto bad;
+    *out = sv_weak_float(d, loc);
+  } else if (scalar_is_int(k)) {
+    long long v = strtoll(text, &end, 0);
+    if (end == text || *end || errno == ERANGE) goto bad;
+    *out = sv_weak_int(v, loc);
+  } else {
+    goto bad;
+  }
+  Value *x = gen_convert(g, *out, k, loc);
+  if (!x) return false;
+  *out = sv_value(x, loc);
+  return true;
+bad:
+  diag_error(g->diags, loc, "invalid value '%s' for const parameter '%s' of type %s", text, p->name, type_name(g, t));
+  return false;
+}
+
+static const char *find_define(const ConstDef *defs, int n, const char *name) {
+  const char *v = NULL;
+  for (int i = 0; i < n; i++)
+    if (strcmp(defs[i].name, name) == 0) v = defs[i].value; /* the last one wins */
+  return v;
+}
+
+static bool gen_const_param(Gen *g, Param *p, const ConstDef *defs, int ndefs, ConstInfo *info) {
+  TType t;
+  if (!p->type || !gen_type(g, p->type, &t)) return false;
+  if (t.rank != 0 || t.kind == SK_PTR || t.kind == SK_DESC) {
+    diag_error(g->diags, p->type->loc, "const parameters must be scalars or types, not %s", type_name(g, t));
+    return false;
+  }
+  const char *def = find_define(defs, ndefs, p->name);
+  SVal v;
+  if (def) {
+    if (!parse_define(g, p, t, def, &v)) return false;
+  } else if (p->default_value) {
+    v = gen_expr(g, p->default_value);
+    if (!sv_ok(&v)) return false;
+    if (t.kind == SK_TYPE) {
+      if (v.kind != SV_TYPE) {
+        diag_error(g->diags, p->default_value->loc, "the default of '%s' must be a type", p->name);
+        return false;
+      }
+    } else {
+      Value *x = coerce_to(g, v, t, p->default_value->loc, arena_printf(g->arena, "const parameter '%s'", p->name));
+      if (!x) return false;
+      if (!ir_is_const(x)) {
+        diag_error(g->diags, p->default_value->loc, "the default of '%s' must be a compile-time constant", p->name);
+        return false;
+      }
+      v = sv_value(x, p->loc);
+    }
+  } else {
+    diag_error(g->diags, p->loc, "const parameter '%s' has no value (give one with -D %s=...)", p->name, p->name);
+    return false;
+  }
+  bind(g, p->sym, v);
+  info->name = p->name;
+  info->type = t;
+  if (v.kind == SV_TYPE) info->tval = v.type.kind;
+  else if (scalar_is_float((ScalarKind)t.kind)) info->fval = v.v->def->fattr;
+  else info->ival = v.v->def->attr[0];
+  return true;
+}
+
+/* A parameter fact (align or multiple_of) as a positive constant. */
+static bool gen_fact(Gen *g, Expr *e, const char *what, int64_t *out) {
+  *out = 0;
+  if (!e) return true;
+  if (!gen_const_int(g, gen_expr(g, e), out, arena_printf(g->arena, "the argument of %s", what))) return false;
+  if (*out < 1 || (strcmp(what, "align") == 0 && ((*out & (*out - 1)) || *out > 256))) {
+    diag_error(g->diags, e->loc, strcmp(what, "align") == 0 ? "align() needs a power of two between 1 and 256 (got %lld)"
+                                                           : "multiple_of() needs a positive integer (got %lld)",
+               (long long)*out);
+    return false;
+  }
+  return true;
+}
+
+static bool gen_runtime_param(Gen *g, Param *p, TType *type, ParamInfo *info) {
+  if (!gen_type(g, p->type, type)) return false;
+  if (type->rank != 0) {
+    diag_error(g->diags, p->type->loc, "kernel parameters must be scalars, pointers or tensor descriptors, not tiles");
+    return false;
+  }
+  info->name = p->name;
+  if (!gen_fact(g, p->align, "align", &info->align) || !gen_fact(g, p->multiple_of, "multiple_of", &info->multiple_of))
+    return false;
+  if (p->align && type->kind != SK_PTR && type->kind != SK_DESC) {
+    diag_error(g->diags, p->align->loc, "align() applies to pointer parameters, not %s", type_name(g, *type));
+    return false;
+  }
+  if (p->multiple_of && (!scalar_is_int((ScalarKind)type->kind) || type->kind == SK_I1)) {
+    diag_error(g->diags, p->multiple_of->loc, "multiple_of() applies to integer parameters, not %s", type_name(g, *type));
+    return false;
+  }
+  return true;
+}
+
+static bool gen_kernel_annotations(Gen *g, Item *k, Func *f) {
+  Annotation *w = find_annot(k->annots, k->nannots, "warps");
+  Annotation *wsa = find_annot(k->annots, k->nannots, "warp_specialize");
+  if (w) {
+    int64_t n;
+    if (!annot_int(g, w, 0, 4, &n)) return false;
+    if (n < 1 || n > MAX_WARPS || (n & (n - 1))) {
+      diag_error(g->diags, w->loc, "'@warps' needs a power of two between 1 and %d (got %lld)", MAX_WARPS, (long long)n);
+      return false;
+    }
+    f->warps = (int)n;
+  }
+  if (wsa) {
+    if (!gen_warp_specialize(g, wsa, &f->ws)) return false;
+    int need = WARPGROUP_WARPS * (f->ws.producers + f->ws.consumers);
+    if (w && f->warps != need) {
+      diag_error(g->diags, w->loc, "'@warps(%d)' conflicts with '@warp_specialize', which needs %d warps", f->warps, need);
+      return false;
+    }
+  }
+  return true;
+}
+
+Func *specialize_kernel(Module *m, Program *prog, Item *kernel, const ConstDef *defs, int ndefs, Diags *diags) {
+  int errors_before = diags->errors;
+  Gen g = {0};
+  g.m = m;
+  g.arena = m->arena;
+  g.diags = diags;
+  g.prog = prog;
+  g.frame = frame_new(&g, kernel);
+  Func *f = ir_func_new(m, kernel->name, 0, NULL, kernel->loc);
+  g.f = f;
+  g.block = &f->body;
+
+  int nruntime = 0;
+  for (int i = 0; i < kernel->nparams; i++) nruntime += !kernel->params[i].is_const;
+  f->consts = ARENA_ARRAY(m->arena, ConstInfo, kernel->nparams - nruntime + 1);
+  f->params = ARENA_ARRAY(m->arena, ParamInfo, nruntime + 1);
+  TType *types = ARENA_ARRAY(m->arena, TType, nruntime + 1);
+  /* Const parameters first (runtime parameter types may use them). */
+  for (int i = 0; i < kernel->nparams; i++)
+    if (kernel->params[i].is_const) gen_const_param(&g, &kernel->params[i], defs, ndefs, &f->consts[f->nconsts++]);
+  if (diags->errors != errors_before) return NULL;
+  for (int i = 0, r = 0; i < kernel->nparams; i++)
+    if (!kernel->params[i].is_const) gen_runtime_param(&g, &kernel->params[i], &types[r], &f->params[r]), r++;
+  if (diags->errors != errors_before) return NULL;
+  ir_block_set_args(m->arena, &f->body, nruntime, types);
+  for (int i = 0, r = 0; i < kernel->nparams; i++)
+    if (!kernel->params[i].is_const) bind(&g, kernel->params[i].sym, sv_value(&f->body.args[r++], kernel->params[i].loc));
+  if (!gen_kernel_annotations(&g, kernel, f)) return NULL;
+
+  gen_block(&g, kernel->body);
+  Op *ret = ir_op_new(m->arena, OP_RETURN, 0, 0, NULL, 0, kernel->loc);
+  ir_append(&f->body, ret);
+  if (diags->errors != errors_before) {
+    m->nfuncs--; /* drop the partial function */
+    return NULL;
+  }
+  return f;
+}

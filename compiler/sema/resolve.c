@@ -1,0 +1,507 @@
+/* resolve.c - name resolution and the checks that need no const values.
+ *
+ * Walks every item once: links each name to its Symbol (locals get a slot
+ * number in their item's frame), binds call and annotation arguments to
+ * parameter positions, checks assignment targets, the placement of
+ * `return`, annotation names, and finds recursion among helper functions
+ * (which are always inlined). Types and shapes are checked later, during
+ * specialization, when const parameters have values.
+ */
+#include <string.h>
+
+#include "../util/strmap.h"
+#include "sema.h"
+
+const BuiltinInfo builtin_info[BI_COUNT] = {
+#define X(id, name, mina, maxa, params) {name, mina, maxa, params},
+    BUILTINS(X)
+#undef X
+};
+
+/* Locals visible at one point: innermost last. */
+typedef struct ScopeEntry {
+  const char *name;
+  Symbol *sym;
+} ScopeEntry;
+
+typedef struct CallEdge {
+  Item *caller, *callee;
+  SrcLoc loc;
+} CallEdge;
+
+typedef enum StmtContext { CTX_KERNEL, CTX_FN } StmtContext;
+
+typedef struct Resolver {
+  Arena *arena;
+  Diags *diags;
+  StrMap globals;
+  ScopeEntry *stack;
+  int nstack, capstack;
+  int scope_start; /* first entry of the innermost scope */
+  Item *item;
+  CallEdge *edges;
+  int nedges, capedges;
+} Resolver;
+
+static Symbol *new_symbol(Resolver *r, SymKind kind, const char *name, SrcLoc loc) {
+  Symbol *s = ARENA_NEW(r->arena, Symbol);
+  s->kind = kind;
+  s->name = name;
+  s->loc = loc;
+  return s;
+}
+
+/* ---- scopes ---- */
+
+static int scope_push(Resolver *r) {
+  int saved = r->scope_start;
+  r->scope_start = r->nstack;
+  return saved;
+}
+
+static void scope_pop(Resolver *r, int saved) {
+  r->nstack = r->scope_start;
+  r->scope_start = saved;
+}
+
+static Symbol *declare_local(Resolver *r, const char *name, SrcLoc loc) {
+  for (int i = r->scope_start; i < r->nstack; i++) {
+    if (strcmp(r->stack[i].name, name) == 0) {
+      diag_error(r->diags, loc, "'%s' is already declared in this scope", name);
+      diag_note(r->diags, r->stack[i].sym->loc, "'%s' was declared here", name);
+      break;
+    }
+  }
+  Symbol *global = strmap_get(&r->globals, name);
+  if (global && (global->kind == SYM_TYPE))
+    diag_error(r->diags, loc, "'%s' is a type name and cannot be used as a variable name", name);
+  if (r->nstack == r->capstack) {
+    int cap = r->capstack ? r->capstack * 2 : 64;
+    r->stack = arena_grow(r->arena, r->stack, sizeof(ScopeEntry), (size_t)r->capstack, (size_t)cap);
+    r->capstack = cap;
+  }
+  Symbol *s = new_symbol(r, SYM_LOCAL, name, loc);
+  s->slot = r->item->nlocals++;
+  r->stack[r->nstack++] = (ScopeEntry){name, s};
+  return s;
+}
+
+static Symbol *lookup(Resolver *r, const char *name) {
+  for (int i = r->nstack - 1; i >= 0; i--)
+    if (strcmp(r->stack[i].name, name) == 0) return r->stack[i].sym;
+  return strmap_get(&r->globals, name);
+}
+
+/* ---- arguments ---- */
+
+/* Most parameters of a function that can be called with named arguments
+ * (builtins have at most four). */
+#define RESOLVE_MAX_PARAMS 16
+
+/* Splits "a,b,c" into names; returns the count. */
+static int split_names(Arena *a, const char *list, const char **names) {
+  int n = 0;
+  while (*list && n < RESOLVE_MAX_PARAMS) {
+    const char *end = strchr(list, ',');
+    size_t len = end ? (size_t)(end - list) : strlen(list);
+    names[n++] = arena_strndup(a, list, len);
+    list += len + (end ? 1 : 0);
+  }
+  return n;
+}
+
+/* Binds positional and named arguments to parameter positions given the
+ * comma-separated parameter names. Returns NULL after reporting an error. */
+static Expr **bind_args(Resolver *r, const char *what, const char *params, int min_args,
+                        int max_args, const Arg *args, int nargs, SrcLoc loc) {
+  const char *names[RESOLVE_MAX_PARAMS];
+  int nparams = split_names(r->arena, params, names);
+  if (max_args > nparams) max_args = nparams;
+  Expr **bound = ARENA_ARRAY(r->arena, Expr *, nparams ? nparams : 1);
+  int npos = 0;
+  for (int i = 0; i < nargs; i++) {
+    if (!args[i].name) {
+      if (npos >= max_args) {
+        if (min_args == max_args)
+          diag_error(r->diags, args[i].value->loc, "%s takes %d argument%s (got %d)", what, max_args,
+                     max_args == 1 ? "" : "s", nargs);
+        else
+          diag_error(r->diags, args[i].value->loc, "%s takes %d to %d arguments (got %d)", what, min_args,
+                     max_args, nargs);
+        return NULL;
+      }
+      bound[npos++] = args[i].value;
+      continue;
+    }
+    int k = 0;
+    while (k < max_args && strcmp(names[k], args[i].name) != 0) k++;
+    if (k == max_args) {
+      diag_error(r->diags, args[i].name_loc, "%s has no parameter named '%s'", what, args[i].name);
+      return NULL;
+    }
+    if (bound[k]) {
+      diag_error(r->diags, args[i].name_loc, "argument '%s' of %s is given twice", args[i].name, what);
+      return NULL;
+    }
+    bound[k] = args[i].value;
+  }
+  for (int k = 0; k < min_args; k++) {
+    if (!bound[k]) {
+      diag_error(r->diags, loc, "%s needs argument '%s'", what, names[k]);
+      return NULL;
+    }
+  }
+  return bound;
+}
+
+/* ---- expressions and types ---- */
+
+static void resolve_expr(Resolver *r, Expr *e);
+
+static void resolve_type(Resolver *r, TypeExpr *t) {
+  if (!t) return;
+  for (int i = 0; i < t->ndims; i++) resolve_expr(r, t->dims[i]);
+  if (t->kind == TE_TYPE) return;
+  if (scalar_from_name(t->name, strlen(t->name)) != SK_VOID) return;
+  Symbol *s = lookup(r, t->name);
+  if (s && s->kind == SYM_LOCAL && s->is_const_param) {
+    t->sym = s;
+    return;
+  }
+  diag_error(r->diags, t->loc, "unknown type '%s'", t->name);
+}
+
+static void add_call_edge(Resolver *r, Item *callee, SrcLoc loc) {
+  if (r->nedges == r->capedges) {
+    int cap = r->capedges ? r->capedges * 2 : 32;
+    r->edges = arena_grow(r->arena, r->edges, sizeof(CallEdge), (size_t)r->capedges, (size_t)cap);
+    r->capedges = cap;
+  }
+  r->edges[r->nedges++] = (CallEdge){r->item, callee, loc};
+}
+
+/* Parameter names of a helper function, comma separated. */
+static const char *fn_param_names(Resolver *r, const Item *fn) {
+  StrBuf sb;
+  sb_init(&sb);
+  for (int i = 0; i < fn->nparams; i++) {
+    if (i) sb_putc(&sb, ',');
+    sb_puts(&sb, fn->params[i].name);
+  }
+  const char *s = arena_strdup(r->arena, sb.data ? sb.data : "");
+  sb_free(&sb);
+  return s;
+}
+
+static void resolve_call(Resolver *r, Expr *e) {
+  for (int i = 0; i < e->call.nargs; i++) resolve_expr(r, e->call.args[i].value);
+  Symbol *s = lookup(r, e->call.callee);
+  e->call.sym = s;
+  SrcLoc loc = e->call.callee_loc;
+  if (!s) {
+    diag_error(r->diags, loc, "unknown function '%s'", e->call.callee);
+    return;
+  }
+  switch (s->kind) {
+  case SYM_BUILTIN: {
+    const BuiltinInfo *bi = &builtin_info[s->id];
+    const char *what = arena_printf(r->arena, "'%s'", bi->name);
+    e->call.bound = bind_args(r, what, bi->params, bi->min_args, bi->max_args, e->call.args, e->call.nargs, loc);
+    e->call.nbound = bi->max_args;
+    break;
+  }
+  case SYM_FN: {
+    Item *fn = s->item;
+    const char *what = arena_printf(r->arena, "function '%s'", fn->name);
+    if (fn->nparams > RESOLVE_MAX_PARAMS) {
+      diag_error(r->diags, loc, "function '%s' has more than %d parameters", fn->name, RESOLVE_MAX_PARAMS);
+      return;
+    }
+    e->call.bound = bind_args(r, what, fn_param_names(r, fn), fn->nparams, fn->nparams, e->call.args,
+                              e->call.nargs, loc);
+    e->call.nbound = fn->nparams;
+    add_call_edge(r, fn, loc);
+    break;
+  }
+  case SYM_KERNEL:
+    diag_error(r->diags, loc, "'%s' is a kernel; kernels cannot be called from kernel code", s->name);
+    break;
+  default:
+    diag_error(r->diags, loc, "'%s' is not a function", s->name);
+  }
+}
+
+static void resolve_expr(Resolver *r, Expr *e) {
+  switch (e->kind) {
+  case EX_INT: case EX_FLOAT: case EX_BOOL: case EX_STRING: case EX_SLICE: case EX_NONE: break;
+  case EX_NAME: {
+    Symbol *s = lookup(r, e->name.name);
+    if (!s) {
+      diag_error(r->diags, e->loc, "unknown name '%s'", e->name.name);
+    } else if (s->kind == SYM_FN || s->kind == SYM_BUILTIN || s->kind == SYM_KERNEL) {
+      diag_error(r->diags, e->loc, "'%s' is a function; call it with '(...)'", e->name.name);
+      s = NULL;
+    }
+    e->name.sym = s;
+    break;
+  }
+  case EX_UNARY: resolve_expr(r, e->unary.operand); break;
+  case EX_BINARY:
+    resolve_expr(r, e->binary.lhs);
+    resolve_expr(r, e->binary.rhs);
+    break;
+  case EX_CALL: resolve_call(r, e); break;
+  case EX_INDEX:
+    resolve_expr(r, e->index.base);
+    for (int i = 0; i < e->index.nitems; i++) resolve_expr(r, e->index.items[i]);
+    break;
+  case EX_LIST:
+    for (int i = 0; i < e->list.nitems; i++) resolve_expr(r, e->list.items[i]);
+    break;
+  case EX_CAST:
+    resolve_expr(r, e->cast.operand);
+    resolve_type(r, e->cast.type);
+    break;
+  }
+}
+
+/* ---- annotations ---- */
+
+typedef struct AnnotSpec {
+  const char *name;
+  const char *params;
+  int min_args, max_args;
+  unsigned where; /* ANNOT_ON_* */
+} AnnotSpec;
+
+enum { ANNOT_ON_KERNEL = 1, ANNOT_ON_FOR = 2 };
+
+static const AnnotSpec annot_specs[] = {
+    {"warps", "n", 1, 1, ANNOT_ON_KERNEL},
+    {"pipeline", "stages", 1, 1, ANNOT_ON_FOR},
+    {"warp_specialize", "producers,consumers,producer_registers,consumer_registers", 0, 4,
+     ANNOT_ON_KERNEL | ANNOT_ON_FOR},
+};
+
+static void resolve_annotations(Resolver *r, Annotation *a, int n, unsigned where, const char *construct) {
+  for (int i = 0; i < n; i++) {
+    const AnnotSpec *spec = NULL;
+    for (size_t k = 0; k < sizeof annot_specs / sizeof annot_specs[0]; k++)
+      if (strcmp(annot_specs[k].name, a[i].name) == 0) spec = &annot_specs[k];
+    if (!spec) {
+      diag_error(r->diags, a[i].loc, "unknown annotation '@%s'", a[i].name);
+      continue;
+    }
+    if (!(spec->where & where)) {
+      diag_error(r->diags, a[i].loc, "'@%s' cannot be applied to %s; it applies to %s", a[i].name, construct,
+                 spec->where == ANNOT_ON_KERNEL ? "kernels"
+                 : spec->where == ANNOT_ON_FOR  ? "for loops"
+                                                : "kernels and for loops");
+      continue;
+    }
+    for (int k = 0; k < i; k++)
+      if (strcmp(a[k].name, a[i].name) == 0) diag_error(r->diags, a[i].loc, "'@%s' is given twice", a[i].name);
+    for (int k = 0; k < a[i].nargs; k++) resolve_expr(r, a[i].args[k].value);
+    const char *what = arena_printf(r->arena, "'@%s'", a[i].name);
+    a[i].bound = bind_args(r, what, spec->params, spec->min_args, spec->max_args, a[i].args, a[i].nargs, a[i].loc);
+    a[i].nbound = spec->max_args;
+  }
+}
+
+/* ---- statements ---- */
+
+static void resolve_block(Resolver *r, AstBlock *b, StmtContext ctx, bool fn_body);
+
+static void resolve_assign(Resolver *r, Stmt *s) {
+  resolve_expr(r, s->assign.value);
+  Symbol *sym = lookup(r, s->assign.name);
+  s->assign.sym = NULL;
+  if (!sym) {
+    diag_error(r->diags, s->assign.name_loc, "unknown name '%s'", s->assign.name);
+  } else if (sym->kind != SYM_LOCAL) {
+    diag_error(r->diags, s->assign.name_loc, "cannot assign to '%s': it is not a variable", s->assign.name);
+  } else if (sym->is_const_param || sym->is_param) {
+    diag_error(r->diags, s->assign.name_loc, "cannot assign to parameter '%s'", s->assign.name);
+  } else if (sym->is_loop_var) {
+    diag_error(r->diags, s->assign.name_loc, "cannot assign to loop variable '%s'", s->assign.name);
+  } else if (!sym->is_var) {
+    diag_error(r->diags, s->assign.name_loc, "cannot assign to '%s': it was declared with 'let' (use 'var')",
+               s->assign.name);
+  } else {
+    s->assign.sym = sym;
+  }
+}
+
+static void resolve_stmt(Resolver *r, Stmt *s, StmtContext ctx, bool may_return) {
+  if (s->kind != ST_FOR)
+    resolve_annotations(r, s->annots, s->nannots, 0, s->kind == ST_WHILE ? "while loops" : "statements");
+  switch (s->kind) {
+  case ST_LET:
+    resolve_expr(r, s->let.init);
+    resolve_type(r, s->let.type);
+    s->let.sym = declare_local(r, s->let.name, s->let.name_loc);
+    s->let.sym->is_var = s->let.is_var;
+    break;
+  case ST_ASSIGN: resolve_assign(r, s); break;
+  case ST_EXPR: resolve_expr(r, s->expr); break;
+  case ST_RETURN:
+    if (s->expr) resolve_expr(r, s->expr);
+    if (ctx == CTX_KERNEL)
+      diag_error(r->diags, s->loc, "'return' is not allowed in a kernel");
+    else if (!may_return)
+      diag_error(r->diags, s->loc, "'return' must be the last statement of a function");
+    break;
+  case ST_IF:
+    resolve_expr(r, s->if_.cond);
+    resolve_block(r, s->if_.then_block, ctx, false);
+    if (s->if_.else_block) resolve_block(r, s->if_.else_block, ctx, false);
+    break;
+  case ST_FOR: {
+    resolve_annotations(r, s->annots, s->nannots, ANNOT_ON_FOR, "for loops");
+    if (s->for_.start) resolve_expr(r, s->for_.start);
+    if (s->for_.end) resolve_expr(r, s->for_.end);
+    if (s->for_.step) resolve_expr(r, s->for_.step);
+    int saved = scope_push(r);
+    s->for_.sym = declare_local(r, s->for_.var, s->for_.var_loc);
+    s->for_.sym->is_loop_var = true;
+    resolve_block(r, s->for_.body, ctx, false);
+    scope_pop(r, saved);
+    break;
+  }
+  case ST_WHILE:
+    resolve_expr(r, s->while_.cond);
+    resolve_block(r, s->while_.body, ctx, false);
+    break;
+  case ST_BLOCK: resolve_block(r, s->block, ctx, false); break;
+  }
+}
+
+static void resolve_block(Resolver *r, AstBlock *b, StmtContext ctx, bool fn_body) {
+  int saved = scope_push(r);
+  for (int i = 0; i < b->nstmts && !diags_full(r->diags); i++)
+    resolve_stmt(r, b->stmts[i], ctx, fn_body && i == b->nstmts - 1);
+  scope_pop(r, saved);
+}
+
+/* ---- items ---- */
+
+static void resolve_params(Resolver *r, Item *it) {
+  for (int i = 0; i < it->nparams; i++) {
+    Param *p = &it->params[i];
+    if (p->default_value) resolve_expr(r, p->default_value);
+    if (p->align) resolve_expr(r, p->align);
+    if (p->multiple_of) resolve_expr(r, p->multiple_of);
+    if (p->type && p->type->kind == TE_TYPE && !p->is_const)
+      diag_error(r->diags, p->type->loc, "only const parameters can have type 'type'");
+    p->sym = declare_local(r, p->name, p->loc);
+    p->sym->is_param = !p->is_const;
+    p->sym->is_const_param = p->is_const;
+    /* Types may refer to earlier const type parameters. */
+    resolve_type(r, p->type);
+  }
+}
+
+static void resolve_item(Resolver *r, Item *it) {
+  r->item = it;
+  r->nstack = 0;
+  r->scope_start = 0;
+  if (it->kind == ITEM_CONST) {
+    resolve_type(r, it->const_type);
+    if (it->const_value) resolve_expr(r, it->const_value);
+    return;
+  }
+  StmtContext ctx = it->kind == ITEM_KERNEL ? CTX_KERNEL : CTX_FN;
+  resolve_annotations(r, it->annots, it->nannots, it->kind == ITEM_KERNEL ? ANNOT_ON_KERNEL : 0, "functions");
+  resolve_params(r, it);
+  resolve_type(r, it->ret);
+  resolve_block(r, it->body, ctx, true);
+  if (it->kind == ITEM_FN && it->ret) {
+    AstBlock *b = it->body;
+    if (b->nstmts == 0 || b->stmts[b->nstmts - 1]->kind != ST_RETURN || !b->stmts[b->nstmts - 1]->expr)
+      diag_error(r->diags, it->name_loc, "function '%s' declares a result type but does not end with 'return'",
+                 it->name);
+  }
+}
+
+/* ---- recursion ---- */
+
+enum { VISIT_NONE, VISIT_ACTIVE, VISIT_DONE };
+
+/* Depth-first search over call edges; an edge to an active function
+ * closes a cycle. `state` is indexed by the Item's symbol slot field. */
+static void find_cycles(Resolver *r, Item *fn, int *state) {
+  state[fn->sym->id] = VISIT_ACTIVE;
+  for (int i = 0; i < r->nedges; i++) {
+    CallEdge *e = &r->edges[i];
+    if (e->caller != fn) continue;
+    int s = state[e->callee->sym->id];
+    if (s == VISIT_ACTIVE)
+      diag_error(r->diags, e->loc, "recursive call to '%s': helper functions are inlined and cannot recurse",
+                 e->callee->name);
+    else if (s == VISIT_NONE)
+      find_cycles(r, e->callee, state);
+  }
+  state[fn->sym->id] = VISIT_DONE;
+}
+
+static void check_recursion(Resolver *r, Program *prog) {
+  int *state = ARENA_ARRAY(r->arena, int, prog->nitems + 1);
+  for (int i = 0; i < prog->nitems; i++)
+    if (prog->items[i]->kind == ITEM_FN && state[prog->items[i]->sym->id] == VISIT_NONE)
+      find_cycles(r, prog->items[i], state);
+}
+
+static void declare_builtins(Resolver *r) {
+  for (int i = 0; i < BI_COUNT; i++) {
+    Symbol *s = new_symbol(r, SYM_BUILTIN, builtin_info[i].name, (SrcLoc){0, 0});
+    s->id = i;
+    strmap_put(&r->globals, s->name, s);
+  }
+  static const char *const consts[] = {"inf", "nan"};
+  for (int i = 0; i < 2; i++) {
+    Symbol *s = new_symbol(r, SYM_BUILTIN_CONST, consts[i], (SrcLoc){0, 0});
+    s->id = i;
+    strmap_put(&r->globals, s->name, s);
+  }
+  for (int k = SK_I1; k <= SK_F64; k++) {
+    Symbol *s = new_symbol(r, SYM_TYPE, scalar_name((ScalarKind)k), (SrcLoc){0, 0});
+    s->id = k;
+    strmap_put(&r->globals, s->name, s);
+  }
+}
+
+static void declare_items(Resolver *r, Program *prog) {
+  static const SymKind kinds[] = {SYM_KERNEL, SYM_FN, SYM_GLOBAL_CONST};
+  for (int i = 0; i < prog->nitems; i++) {
+    Item *it = prog->items[i];
+    Symbol *prev = strmap_get(&r->globals, it->name);
+    if (prev && prev->item) {
+      diag_error(r->diags, it->name_loc, "'%s' is already defined", it->name);
+      diag_note(r->diags, prev->loc, "'%s' was defined here", it->name);
+    } else if (prev) {
+      diag_error(r->diags, it->name_loc, "'%s' is a builtin name and cannot be redefined", it->name);
+    }
+    Symbol *s = new_symbol(r, kinds[it->kind], it->name, it->name_loc);
+    s->item = it;
+    s->id = i;
+    it->sym = s;
+    if (!prev) strmap_put(&r->globals, it->name, s);
+  }
+}
+
+bool resolve_program(Program *prog, Arena *arena, Diags *diags) {
+  Resolver r = {0};
+  r.arena = arena;
+  r.diags = diags;
+  int errors_before = diags->errors;
+  strmap_init(&r.globals, arena);
+  declare_builtins(&r);
+  declare_items(&r, prog);
+  for (int i = 0; i < prog->nitems && !diags_full(diags); i++) resolve_item(&r, prog->items[i]);
+  check_recursion(&r, prog);
+  bool any_kernel = false;
+  for (int i = 0; i < prog->nitems; i++) any_kernel |= prog->items[i]->kind == ITEM_KERNEL;
+  if (!any_kernel && diags->errors == 0)
+    diag_error(diags, (SrcLoc){1, 1}, "no kernel in this file");
+  return diags->errors == errors_before;
+}
