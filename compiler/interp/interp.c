@@ -516,6 +516,7 @@ static Slot arg_slot(const InterpArg *arg, TType t, uint32_t index) {
 }
 
 static bool check_param_facts(Interp *ip, uint32_t i, Slot s) {
+  if (!ip->func->params) return true;
   const ParamInfo *pi = &ip->func->params[i];
   ScalarKind k = (ScalarKind)ip->tiles[ip->body.args[i]].type.kind;
   const char *name = pi->name ? pi->name : "?";

@@ -854,7 +854,7 @@ static void define_results(Parser *p, const TokList *names, Op *op) {
 
 /* '{' newline ops '}' with the region's arguments bound to arg_names. */
 static void parse_region(Parser *p, Block *region, const TokList *arg_names) {
-  if (p->depth >= PARSE_MAX_DEPTH) {
+  if (p->depth > PARSE_MAX_DEPTH) { /* the kernel body is depth 0 */
     fail(p, p->tok.loc, "regions nested too deeply (limit %d)", PARSE_MAX_DEPTH);
     return;
   }
@@ -1019,8 +1019,8 @@ static void parse_while(Parser *p, Block *b, const TokList *results, const Tok *
   copy_values(op->operands, inits.items, inits.n);
   for (int r = 0; r < 2; r++) ir_block_set_args(p->arena, &op->regions[r], (int)inits.n, types);
   parse_region(p, &op->regions[0], &before_names);
-  if (!expect_word(p, "do")) return;
   SrcLoc do_loc = p->tok.loc;
+  if (!expect_word(p, "do")) return;
   if (!expect_punct(p, '(')) return;
   if (!at_punct(p, ')')) {
     do {

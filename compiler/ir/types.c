@@ -28,7 +28,9 @@ int scalar_bytes(ScalarKind k) {
 }
 
 ScalarKind scalar_from_name(const char *s, size_t len) {
-  /* "ptr", "tensor", "type" and "void" are not element type names. */
+  /* "ptr", "tensor", "type" and "void" are not element type names;
+   * "bool" is another name of i1. */
+  if (len == 4 && memcmp(s, "bool", 4) == 0) return SK_I1;
   for (int k = SK_I1; k <= SK_F64; k++)
     if (strlen(scalar_info[k].name) == len && memcmp(scalar_info[k].name, s, len) == 0)
       return (ScalarKind)k;

@@ -17,6 +17,9 @@
  *   select(const c, a, b) -> a or b;  select(c, a, a) -> a
  *   if with a const condition              -> the taken region's ops
  *   for with a constant zero trip count    -> its inits
+ *   for iter arg that the body yields unchanged -> its init (inside the
+ *                                         body and after the loop; dce
+ *                                         then drops the unused iter arg)
  *   commutative op with a const first operand -> const second
  *
  * Replaced results get Value.repl; operands are resolved as the walk
@@ -70,11 +73,16 @@ static Value *identity_binary(const Op *op) {
   }
 }
 
-/* trans whose permutation (4 bits per dimension) is the identity. */
+/* Bits per entry of trans's packed perm attribute (ir.h), and the mask of
+ * one entry. */
+#define CANON_PERM_BITS 4
+#define CANON_PERM_MASK 0xf
+
+/* trans whose permutation is the identity. */
 static bool identity_perm(const Op *op) {
   int rank = op->results[0].type.rank;
   for (int i = 0; i < rank; i++)
-    if (((op->attr[0] >> (4 * i)) & 0xf) != i) return false;
+    if (((op->attr[0] >> (CANON_PERM_BITS * i)) & CANON_PERM_MASK) != i) return false;
   return true;
 }
 
@@ -202,8 +210,28 @@ static bool zero_trip(const Op *op) {
   return down ? num_cmp(NUM_LE, lo, hi, k) : num_cmp(NUM_GE, lo, hi, k);
 }
 
-static bool drop_zero_trip_for(Op *op, Op **next) {
-  if (!zero_trip(op)) return false;
+/* Iter args the body yields back unchanged hold their init throughout. */
+static bool forward_invariant_iters(Op *op) {
+  Block *body = &op->regions[0];
+  Op *yield = body->last;
+  if (!yield || yield->kind != OP_YIELD || yield->noperands != op->nresults ||
+      body->nargs != op->nresults + 1 || op->noperands != 3 + op->nresults)
+    return false;
+  bool changed = false;
+  for (uint32_t i = 0; i < op->nresults; i++) {
+    Value *arg = &body->args[1 + i];
+    if (pass_resolve(yield->operands[i]) != arg || arg->repl) continue;
+    Value *init = pass_resolve(op->operands[3 + i]);
+    arg->repl = init;
+    op->results[i].repl = init;
+    changed = true;
+  }
+  return changed;
+}
+
+static bool canon_for(Op *op, Op **next) {
+  if (op->nregions != 1) return false;
+  if (!zero_trip(op)) return forward_invariant_iters(op);
   for (uint32_t i = 0; i < op->nresults; i++) op->results[i].repl = pass_resolve(op->operands[3 + i]);
   *next = op->next;
   ir_unlink(op);
@@ -215,7 +243,7 @@ static bool drop_zero_trip_for(Op *op, Op **next) {
 /* Applies every rule to op; *next may be redirected. */
 static bool canon_op(Op *op, Op **next) {
   if (op->kind == OP_IF) return inline_const_if(op, next);
-  if (op->kind == OP_FOR) return drop_zero_trip_for(op, next);
+  if (op->kind == OP_FOR) return canon_for(op, next);
   bool changed = swap_commutative(op);
   if (fold_self(op)) return true;
   if (collapse_chain(op)) changed = true;

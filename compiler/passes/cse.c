@@ -49,6 +49,8 @@ static bool candidate(const Op *op) {
          op->nresults > 0;
 }
 
+/* Combines x into hash h (the constants are the usual golden-ratio and
+ * murmur finalizer multipliers; any odd 64-bit constants would do). */
 static uint64_t mix(uint64_t h, uint64_t x) {
   h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;

@@ -152,7 +152,7 @@ static void resolve_in_block(Block *b) {
  * operand it) out of the loop. */
 static void drop_iter_arg(Arena *a, Op *loop, uint32_t it) {
   Block *body = &loop->regions[0];
-  if (body->last && body->last->kind == OP_YIELD) remove_operand(body->last, it);
+  remove_operand(body->last, it); /* the yield (drop_dead_iter_args checked) */
   remove_operand(loop, 3 + it);
   loop->results = values_without(a, loop->results, loop->nresults, it);
   loop->nresults--;
@@ -180,7 +180,10 @@ static bool try_drop_iter_arg(Arena *a, Op *loop, uint32_t it) {
 /* Repeats until no arg goes: dropping one can free another (two
  * accumulators feeding each other). Bounded by the number of iter args. */
 static bool drop_dead_iter_args(Arena *a, Op *loop) {
-  if (loop->nregions != 1 || loop->noperands != 3 + loop->nresults) return false;
+  const Op *yield = loop->nregions == 1 ? loop->regions[0].last : NULL;
+  if (!yield || yield->kind != OP_YIELD || yield->noperands != loop->nresults ||
+      loop->noperands != 3 + loop->nresults)
+    return false;
   bool changed = false, again = true;
   while (again) {
     again = false;

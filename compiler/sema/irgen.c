@@ -316,18 +316,19 @@ static void gen_for(Gen *g, Stmt *s) {
   SymList carried = {0};
   scan_stmt(g, s, &carried);
   int n = carried.n;
-  Op *op = ir_op_new(g->arena, OP_FOR, 3 + n, n, NULL, 1, s->loc);
   TType *types = ARENA_ARRAY(g->arena, TType, n + 1);
-  op->operands[0] = lo;
-  op->operands[1] = hi;
-  op->operands[2] = step;
+  Value **inits = ARENA_ARRAY(g->arena, Value *, n + 1);
   for (int i = 0; i < n; i++) {
     SVal cur = g->frame->slots[carried.items[i]->slot];
     if (!sv_ok(&cur)) return;
-    op->operands[3 + i] = cur.v;
+    inits[i] = cur.v;
     types[1 + i] = cur.v->type;
-    op->results[i].type = cur.v->type;
   }
+  Op *op = ir_op_new(g->arena, OP_FOR, 3 + n, n, types + 1, 1, s->loc);
+  op->operands[0] = lo;
+  op->operands[1] = hi;
+  op->operands[2] = step;
+  for (int i = 0; i < n; i++) op->operands[3 + i] = inits[i];
   types[0] = lo->type;
   if (!gen_loop_annotations(g, s, op)) return;
   ir_append(g->block, op);

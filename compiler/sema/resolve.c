@@ -385,7 +385,15 @@ static void resolve_block(Resolver *r, AstBlock *b, StmtContext ctx, bool fn_bod
 
 /* ---- items ---- */
 
+/* Parameters are declared first and resolved after, so a parameter's type
+ * may name a const type parameter declared later in the list. */
 static void resolve_params(Resolver *r, Item *it) {
+  for (int i = 0; i < it->nparams; i++) {
+    Param *p = &it->params[i];
+    p->sym = declare_local(r, p->name, p->loc);
+    p->sym->is_param = !p->is_const;
+    p->sym->is_const_param = p->is_const;
+  }
   for (int i = 0; i < it->nparams; i++) {
     Param *p = &it->params[i];
     if (p->default_value) resolve_expr(r, p->default_value);
@@ -393,10 +401,6 @@ static void resolve_params(Resolver *r, Item *it) {
     if (p->multiple_of) resolve_expr(r, p->multiple_of);
     if (p->type && p->type->kind == TE_TYPE && !p->is_const)
       diag_error(r->diags, p->type->loc, "only const parameters can have type 'type'");
-    p->sym = declare_local(r, p->name, p->loc);
-    p->sym->is_param = !p->is_const;
-    p->sym->is_const_param = p->is_const;
-    /* Types may refer to earlier const type parameters. */
     resolve_type(r, p->type);
   }
 }
@@ -468,6 +472,9 @@ static void declare_builtins(Resolver *r) {
     s->id = k;
     strmap_put(&r->globals, s->name, s);
   }
+  Symbol *b = new_symbol(r, SYM_TYPE, "bool", (SrcLoc){0, 0}); /* an alias of i1 */
+  b->id = SK_I1;
+  strmap_put(&r->globals, b->name, b);
 }
 
 static void declare_items(Resolver *r, Program *prog) {

@@ -1,13 +1,13 @@
 /* test_interp.c - unit tests for the tile IR interpreter (compiler/interp).
  *
- * Kernels are built with the IR builder API through the small helpers
- * below (one helper per op shape), run on random host data, and compared
- * with plain C computations of the same thing. Error tests assert the whole
- * message, including location, element index, address and program.
+ * Kernels are built with the IR builder API through the helpers of
+ * interp_kit.h (one helper per op shape) or written as IR text, checked
+ * with the IR verifier, run on random host data, and compared with plain C
+ * computations of the same thing. Error tests assert the whole message,
+ * including location, element index, address and program.
  */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,295 +15,7 @@
 #include "../../compiler/interp/interp.h"
 #include "../../compiler/interp/numeric.h"
 #include "../../compiler/ir/ir.h"
-
-/* ---- kernel building helpers ------------------------------------------- */
-
-/* Deepest region nesting the helpers track. */
-#define K_MAX_DEPTH 16
-
-typedef struct K {
-  Arena arena;
-  Module *m;
-  Func *f;
-  Block *stack[K_MAX_DEPTH];
-  int depth;
-  SrcLoc loc; /* location given to the next ops */
-} K;
-
-static void kbegin(K *k, const char *name, int n, const TType *types, const char *const *names) {
-  arena_init(&k->arena);
-  k->m = ir_module_new(&k->arena, "t.tile");
-  k->f = ir_func_new(k->m, name, n, types, (SrcLoc){1, 1});
-  for (int i = 0; i < n; i++) k->f->params[i].name = names[i];
-  k->depth = 0;
-  k->stack[0] = &k->f->body;
-  k->loc = (SrcLoc){2, 3};
-}
-
-static void kend(K *k) { arena_free(&k->arena); }
-static void at(K *k, uint32_t line, uint32_t col) { k->loc = (SrcLoc){line, col}; }
-static Block *cur(K *k) { return k->stack[k->depth]; }
-static Value *arg(K *k, int i) { return &k->f->body.args[i]; }
-
-static TType ts(ScalarKind s) { return type_scalar(s); }
-static TType t1(ScalarKind s, int a) { return type_tile(s, 1, (int32_t[]){a}); }
-static TType t2(ScalarKind s, int a, int b) { return type_tile(s, 2, (int32_t[]){a, b}); }
-static TType t3(ScalarKind s, int a, int b, int c) { return type_tile(s, 3, (int32_t[]){a, b, c}); }
-static TType ptr_of(TType shape, ScalarKind pointee) {
-  shape.kind = SK_PTR;
-  shape.pointee = (uint8_t)pointee;
-  return shape;
-}
-static TType desc_of(ScalarKind elem, int rank) {
-  TType t = ts(SK_DESC);
-  t.pointee = (uint8_t)elem;
-  t.desc_rank = (uint8_t)rank;
-  return t;
-}
-
-static Op *emit(K *k, OpKind kind, int nres, const TType *rt, int nops, Value *const *ops) {
-  Op *op = ir_op_make(&k->arena, kind, nops, ops, nres, rt, k->loc);
-  ir_append(cur(k), op);
-  return op;
-}
-
-static Value *opv(K *k, OpKind kind, TType t, int nops, Value *const *ops) {
-  return &emit(k, kind, 1, &t, nops, ops)->results[0];
-}
-
-#define OPS(...) (int)(sizeof((Value *[]){__VA_ARGS__}) / sizeof(Value *)), (Value *[]){__VA_ARGS__}
-#define OP(k, kind, t, ...) opv(k, kind, t, OPS(__VA_ARGS__))
-
-static Value *cint(K *k, TType t, int64_t v) {
-  Value *r = opv(k, OP_CONST, t, 0, NULL);
-  r->def->attr[0] = v;
-  return r;
-}
-static Value *cflt(K *k, TType t, double v) {
-  Value *r = opv(k, OP_CONST, t, 0, NULL);
-  r->def->fattr = v;
-  return r;
-}
-static Value *with_attr(Value *v, int64_t a) {
-  v->def->attr[0] = a;
-  return v;
-}
-static Value *pid(K *k, int axis) { return with_attr(opv(k, OP_PROGRAM_ID, ts(SK_I32), 0, NULL), axis); }
-static Value *nprog(K *k, int axis) {
-  return with_attr(opv(k, OP_NUM_PROGRAMS, ts(SK_I32), 0, NULL), axis);
-}
-static Value *arange(K *k, int start, int end) {
-  Value *r = opv(k, OP_ARANGE, t1(SK_I32, end - start), 0, NULL);
-  r->def->attr[0] = start;
-  r->def->attr[1] = end;
-  return r;
-}
-static Value *bin(K *k, OpKind kind, Value *a, Value *b) { return OP(k, kind, a->type, a, b); }
-static Value *cmp(K *k, OpKind kind, Value *a, Value *b) {
-  return OP(k, kind, type_with_elem(a->type, SK_I1), a, b);
-}
-static Value *una(K *k, OpKind kind, Value *a) { return OP(k, kind, a->type, a); }
-static Value *cast(K *k, Value *a, ScalarKind to) { return OP(k, OP_CAST, type_with_elem(a->type, to), a); }
-static Value *bcast(K *k, Value *v, TType shape) {
-  return OP(k, OP_BROADCAST, type_with_shape(v->type, shape.rank, shape.shape), v);
-}
-static Value *expand(K *k, Value *v, int axis) {
-  TType t = v->type;
-  for (int d = t.rank; d > axis; d--) t.shape[d] = t.shape[d - 1];
-  t.shape[axis] = 1;
-  t.rank++;
-  return with_attr(OP(k, OP_EXPAND_DIMS, t, v), axis);
-}
-/* Scalar s broadcast to v's shape, then combined with v. */
-static Value *bin_s(K *k, OpKind kind, Value *v, Value *s) { return bin(k, kind, v, bcast(k, s, v->type)); }
-static Value *ptr_add(K *k, Value *p, Value *offs) {
-  Value *pt = p->type.rank == offs->type.rank ? p : bcast(k, p, offs->type);
-  return OP(k, OP_PTR_ADD, pt->type, pt, offs);
-}
-static Value *reduce(K *k, OpKind kind, Value *a, int axis) {
-  TType t = a->type;
-  for (int d = axis; d + 1 < t.rank; d++) t.shape[d] = t.shape[d + 1];
-  t.shape[--t.rank] = 0;
-  if (kind == OP_ARGMAX || kind == OP_ARGMIN) t.kind = SK_I32;
-  return with_attr(OP(k, kind, t, a), axis);
-}
-static Value *trans2(K *k, Value *a) {
-  TType t = a->type;
-  t.shape[0] = a->type.shape[1];
-  t.shape[1] = a->type.shape[0];
-  /* perm [1, 0]: entry i in bits 4i..4i+3 */
-  return with_attr(OP(k, OP_TRANS, t, a), 1 | (0 << 4));
-}
-static Value *load(K *k, Value *p, Value *mask, Value *other) {
-  TType t = type_with_elem(p->type, (ScalarKind)p->type.pointee);
-  if (!mask) return OP(k, OP_LOAD, t, p);
-  if (!other) return OP(k, OP_LOAD, t, p, mask);
-  return OP(k, OP_LOAD, t, p, mask, other);
-}
-static void store(K *k, Value *p, Value *v, Value *mask) {
-  if (mask) emit(k, OP_STORE, 0, NULL, OPS(p, v, mask));
-  else emit(k, OP_STORE, 0, NULL, OPS(p, v));
-}
-static Value *atomic(K *k, OpKind kind, Value *p, Value *v, Value *mask) {
-  if (mask) return OP(k, kind, v->type, p, v, mask);
-  return OP(k, kind, v->type, p, v);
-}
-static void ret(K *k) { emit(k, OP_RETURN, 0, NULL, 0, NULL); }
-static void yield(K *k, int n, Value *const *vals) { emit(k, OP_YIELD, 0, NULL, n, vals); }
-
-static void push(K *k, Block *b) {
-  cr_assert(k->depth + 1 < K_MAX_DEPTH);
-  k->stack[++k->depth] = b;
-}
-static void pop(K *k) { k->depth--; }
-
-static void block_args_of(K *k, Block *b, int n, Value *const *vals, const TType *first) {
-  TType types[16];
-  int m = 0;
-  if (first) types[m++] = *first;
-  for (int i = 0; i < n; i++) types[m++] = vals[i]->type;
-  ir_block_set_args(&k->arena, b, m, types);
-}
-
-/* for iv in [lo, hi) by step with n loop-carried values; the body is
- * built between for_open and for_close. */
-static Op *for_open(K *k, Value *lo, Value *hi, Value *step, int n, Value *const *inits) {
-  TType rt[16];
-  for (int i = 0; i < n; i++) rt[i] = inits[i]->type;
-  Op *op = ir_op_new(&k->arena, OP_FOR, 3 + n, n, rt, 1, k->loc);
-  op->operands[0] = lo;
-  op->operands[1] = hi;
-  op->operands[2] = step;
-  for (int i = 0; i < n; i++) op->operands[3 + i] = inits[i];
-  ir_append(cur(k), op);
-  block_args_of(k, &op->regions[0], n, inits, &lo->type);
-  push(k, &op->regions[0]);
-  return op;
-}
-static Value *for_iv(Op *op) { return &op->regions[0].args[0]; }
-static Value *for_iter(Op *op, int i) { return &op->regions[0].args[1 + i]; }
-static void for_close(K *k, int n, Value *const *yields) {
-  yield(k, n, yields);
-  pop(k);
-}
-
-static Op *if_open(K *k, Value *cond, int n, const TType *types) {
-  Op *op = ir_op_new(&k->arena, OP_IF, 1, n, types, 2, k->loc);
-  op->operands[0] = cond;
-  ir_append(cur(k), op);
-  push(k, &op->regions[0]);
-  return op;
-}
-static void if_else(K *k, Op *op, int n, Value *const *yields) {
-  yield(k, n, yields);
-  pop(k);
-  push(k, &op->regions[1]);
-}
-static void if_close(K *k, int n, Value *const *yields) {
-  yield(k, n, yields);
-  pop(k);
-}
-
-/* while: region 0 computes the condition from the iter values, region 1
- * the next values. */
-static Op *while_open(K *k, int n, Value *const *inits) {
-  TType rt[16];
-  for (int i = 0; i < n; i++) rt[i] = inits[i]->type;
-  Op *op = ir_op_new(&k->arena, OP_WHILE, n, n, rt, 2, k->loc);
-  for (int i = 0; i < n; i++) op->operands[i] = inits[i];
-  ir_append(cur(k), op);
-  block_args_of(k, &op->regions[0], n, inits, NULL);
-  block_args_of(k, &op->regions[1], n, inits, NULL);
-  push(k, &op->regions[0]);
-  return op;
-}
-static void while_do(K *k, Op *op, Value *cond) {
-  yield(k, 1, &cond);
-  pop(k);
-  push(k, &op->regions[1]);
-}
-
-/* ---- running helpers ----------------------------------------------------- */
-
-typedef struct Buf {
-  void *p;
-  size_t bytes;
-  const char *name;
-} Buf;
-
-/* Asserts that the kernel passes the IR verifier (the interpreter's
- * contract), printing the verifier's messages otherwise. */
-static void assert_verified(K *k) {
-  Diags diags;
-  diags_init(&diags, &k->arena, NULL);
-  bool ok = ir_verify_func(k->f, &diags);
-  if (!ok) {
-    StrBuf sb;
-    sb_init(&sb);
-    diags_render_all(&diags, &sb);
-    cr_assert_fail("kernel does not verify:\n%s", sb.data ? sb.data : "");
-  }
-}
-
-/* Runs k's kernel; returns NULL on success or the error message (the
- * caller frees it). */
-static char *run_full(K *k, int64_t gx, int64_t gy, int64_t gz, const InterpArg *args, int nargs,
-                      const Buf *bufs, int nbufs, uint64_t max_steps) {
-  assert_verified(k);
-  Interp *ip = interp_new(k->f, "t.tile");
-  cr_assert(ip);
-  for (int i = 0; i < nbufs; i++) interp_add_buffer(ip, bufs[i].p, bufs[i].bytes, bufs[i].name);
-  if (max_steps) interp_set_max_steps(ip, max_steps);
-  char *err = NULL;
-  int64_t grid[3] = {gx, gy, gz};
-  bool ok = interp_run(ip, grid, args, nargs, &err);
-  cr_assert_eq(ok, err == NULL);
-  interp_free(ip);
-  return err;
-}
-
-static char *run(K *k, int64_t gx, const InterpArg *args, int nargs, const Buf *bufs, int nbufs) {
-  return run_full(k, gx, 1, 1, args, nargs, bufs, nbufs, 0);
-}
-
-static void run_ok(K *k, int64_t gx, const InterpArg *args, int nargs, const Buf *bufs, int nbufs) {
-  char *err = run(k, gx, args, nargs, bufs, nbufs);
-  cr_assert_null(err, "unexpected error: %s", err ? err : "");
-}
-
-static InterpArg aptr(void *p) {
-  InterpArg a;
-  memset(&a, 0, sizeof a);
-  a.p = p;
-  return a;
-}
-static InterpArg aint(int64_t v) {
-  InterpArg a;
-  memset(&a, 0, sizeof a);
-  a.i = v;
-  return a;
-}
-
-/* Deterministic pseudo-random floats in [-1, 1). */
-static float frand(uint32_t *state) {
-  *state = *state * 1664525u + 1013904223u;
-  return (float)((*state >> 8) & 0xFFFF) / 32768.0f - 1.0f;
-}
-
-static void fill_random(float *x, int n, uint32_t seed) {
-  for (int i = 0; i < n; i++) x[i] = frand(&seed);
-}
-
-static void assert_msg(char *err, const char *expected) {
-  cr_assert_not_null(err, "expected error: %s", expected);
-  cr_assert_str_eq(err, expected);
-  free(err);
-}
-
-static double rel_err(double got, double want) {
-  double d = fabs(got - want);
-  return d / (fabs(want) > 1e-30 ? fabs(want) : 1.0);
-}
+#include "interp_kit.h"
 
 /* ---- shared kernels -------------------------------------------------------- */
 
@@ -1316,4 +1028,199 @@ Test(interp, flash_attention_matches_reference) {
   free(kk);
   free(v);
   free(out);
+}
+
+/* ---- tests: kernels written as IR text ------------------------------------------- */
+
+/* Each program p counts the positive x[i] for i = p, p + G, ... < n with a
+ * while loop whose body branches with if. */
+static const char *const strided_count_ir =
+    "module \"t.tile\"\n"
+    "\n"
+    "kernel @count(%out: *i32 align(4), %x: *i32, %n: i32 multiple_of(4)) @1:1 {\n"
+    "  %0 = program_id {axis = 0} : i32 @2:3\n"
+    "  %1 = const 0 : i32 @2:3\n"
+    "  %2 = const 1 : i32 @2:3\n"
+    "  %3, %4 = while (%5 = %0, %6 = %1) @3:3 {\n"
+    "    %7 = cmp_lt %5, %n : i1 @3:9\n"
+    "    yield %7 @3:9\n"
+    "  } do (%8, %9) {\n"
+    "    %10 = ptr_add %x, %8 : *i32 @4:5\n"
+    "    %11 = load %10 : i32 @4:5\n"
+    "    %12 = cmp_gt %11, %1 : i1 @5:5\n"
+    "    %13 = if %12 -> i32 @5:5 {\n"
+    "      yield %2 @5:5\n"
+    "    } else {\n"
+    "      yield %1 @5:5\n"
+    "    }\n"
+    "    %14 = add %9, %13 : i32 @6:5\n"
+    "    %15 = num_programs {axis = 0} : i32 @6:5\n"
+    "    %16 = add %8, %15 : i32 @6:5\n"
+    "    yield %16, %14 @6:5\n"
+    "  }\n"
+    "  %17 = ptr_add %out, %0 : *i32 @7:3\n"
+    "  store %17, %4 @7:3\n"
+    "  return @8:1\n"
+    "}\n";
+
+Test(interp, text_kernel_while_if_count) {
+  enum { N = 20, G = 3 };
+  int32_t x[N], out[G];
+  for (int i = 0; i < N; i++) x[i] = (i * 7) % 5 - 2;
+  K k;
+  kparse(&k, strided_count_ir);
+  InterpArg args[] = {aptr(out), aptr(x), aint(N)};
+  Buf bufs[] = {{out, sizeof out, "out"}, {x, sizeof x, "x"}};
+  run_ok(&k, G, args, 3, bufs, 2);
+  for (int p = 0; p < G; p++) {
+    int want = 0;
+    for (int i = p; i < N; i += G) want += x[i] > 0;
+    cr_assert_eq(out[p], want, "program %d: %d, want %d", p, out[p], want);
+  }
+  args[2] = aint(18);
+  assert_msg(run(&k, G, args, 3, bufs, 2),
+             "t.tile:1:1: error: argument 'n' violates multiple_of(4): value 18 (kernel 'count')");
+  kend(&k);
+}
+
+/* Bitwise and min atomics on u32 lanes, i64 cas and add, shifts. */
+static const char *const atomics_ir =
+    "module \"t.tile\"\n"
+    "\n"
+    "kernel @bits(%a: *u32, %b: *i64, %o: *u32) @1:1 {\n"
+    "  %0 = arange {start = 0, end = 8} : i32[8] @2:3\n"
+    "  %1 = const 0 : i32[8] @2:3\n"
+    "  %2 = cast %0 : u32[8] @2:3\n"
+    "  %3 = const 1 : u32[8] @2:3\n"
+    "  %4 = shl %3, %2 : u32[8] @3:3\n"
+    "  %5 = broadcast %a : *u32[8] @3:3\n"
+    "  %6 = ptr_add %5, %1 : *u32[8] @3:3\n"
+    "  %7 = atomic_or %6, %4 : u32[8] @4:3\n"
+    "  %8 = const 1 : i32[8] @4:3\n"
+    "  %9 = ptr_add %6, %8 : *u32[8] @4:3\n"
+    "  %10 = not %4 : u32[8] @4:3\n"
+    "  %11 = atomic_and %9, %10 : u32[8] @5:3\n"
+    "  %12 = ptr_add %9, %8 : *u32[8] @5:3\n"
+    "  %13 = atomic_xor %12, %2 : u32[8] @6:3\n"
+    "  %14 = ptr_add %12, %8 : *u32[8] @6:3\n"
+    "  %15 = const 5 : u32[8] @6:3\n"
+    "  %16 = add %2, %15 : u32[8] @6:3\n"
+    "  %17 = atomic_min %14, %16 : u32[8] @7:3\n"
+    "  %18 = const 0 : i64 @8:3\n"
+    "  %19 = const 42 : i64 @8:3\n"
+    "  %20 = atomic_cas %b, %18, %19 : i64 @8:3\n"
+    "  %21 = const 1 : i64 @8:3\n"
+    "  %22 = ptr_add %b, %21 : *i64 @8:3\n"
+    "  %23 = const -3 : i64 @8:3\n"
+    "  %24 = atomic_add %22, %23 : i64 @8:3\n"
+    "  %25 = broadcast %o : *u32[8] @9:3\n"
+    "  %26 = ptr_add %25, %0 : *u32[8] @9:3\n"
+    "  %27 = const 30 : u32[8] @9:3\n"
+    "  %28 = shl %7, %27 : u32[8] @9:3\n"
+    "  %29 = xor %28, %17 : u32[8] @9:3\n"
+    "  store %26, %29 @9:3\n"
+    "  return @10:1\n"
+    "}\n";
+
+Test(interp, text_kernel_bitwise_atomics) {
+  uint32_t a[4] = {0x100, 0xFFFF, 0xAB, 9}, o[8];
+  int64_t b[2] = {0, 100};
+  K k;
+  kparse(&k, atomics_ir);
+  InterpArg args[] = {aptr(a), aptr(b), aptr(o)};
+  Buf bufs[] = {{a, sizeof a, "a"}, {b, sizeof b, "b"}, {o, sizeof o, "o"}};
+  char *err = run_full(&k, 2, 1, 1, args, 3, bufs, 3, 0);
+  cr_assert_null(err, "%s", err);
+  cr_assert_eq(a[0], 0x1FFu);
+  cr_assert_eq(a[1], 0xFF00u);
+  cr_assert_eq(a[2], 0xABu); /* xor of 0..7 twice */
+  cr_assert_eq(a[3], 5u);
+  cr_assert_eq(b[0], 42);
+  cr_assert_eq(b[1], 94);
+  /* program 1 (run last): atomic_or's old value of lane l is 0x1FF (all
+   * bits set by program 0), shifted by 30 keeps bit 0 as bit 30 and bit 1
+   * as bit 31; atomic_min's old value is 5 for every lane. */
+  for (int l = 0; l < 8; l++) cr_assert_eq(o[l], (0x1FFu << 30) ^ 5u, "lane %d: 0x%x", l, o[l]);
+  kend(&k);
+}
+
+/* Block load of a 16x16 box from a descriptor whose base buffer holds only
+ * 8 rows of the 16 the descriptor claims. */
+static const char *const block_load_ir =
+    "module \"t.tile\"\n"
+    "\n"
+    "kernel @bl(%t: tensor<f32, 2>, %out: *f32) @1:1 {\n"
+    "  %0 = const 0 : i32 @2:3\n"
+    "  %1 = block_load %t, %0, %0 : f32[16, 16] @3:11\n"
+    "  %2 = reduce_sum %1 {axis = 1} : f32[16] @4:3\n"
+    "  %3 = arange {start = 0, end = 16} : i32[16] @4:3\n"
+    "  %4 = broadcast %out : *f32[16] @4:3\n"
+    "  %5 = ptr_add %4, %3 : *f32[16] @4:3\n"
+    "  store %5, %2 @4:3\n"
+    "  return @5:1\n"
+    "}\n";
+
+Test(interp, error_block_load_past_the_end) {
+  float t[8 * 16], out[16];
+  for (int i = 0; i < 8 * 16; i++) t[i] = 1.0f;
+  K k;
+  kparse(&k, block_load_ir);
+  InterpArg args[2];
+  memset(args, 0, sizeof args);
+  args[0].desc.base = t;
+  args[0].desc.shape[0] = 8;
+  args[0].desc.shape[1] = 16;
+  args[0].desc.strides[0] = 16;
+  args[0].desc.strides[1] = 1;
+  args[1] = aptr(out);
+  Buf bufs[] = {{t, sizeof t, "t"}, {out, sizeof out, "out"}};
+  run_ok(&k, 1, args, 2, bufs, 2); /* rows 8..15 are outside the tensor: zeros */
+  for (int r = 0; r < 16; r++) cr_assert_eq(out[r], r < 8 ? 16.0f : 0.0f);
+  args[0].desc.shape[0] = 16; /* the descriptor now lies about its size */
+  char want[512];
+  snprintf(want, sizeof want,
+           "t.tile:3:11: error: out-of-bounds block_load of f32 at element [8, 0] of the tile: "
+           "address 0x%llx is 0 bytes past the end of buffer 't' (512 bytes) (program (0, 0, 0))",
+           (unsigned long long)(uintptr_t)(t + 8 * 16));
+  assert_msg(run(&k, 1, args, 2, bufs, 2), want);
+  kend(&k);
+}
+
+/* ---- tests: robustness ------------------------------------------------------------ */
+
+Test(interp, malformed_loop_is_reported_not_run) {
+  /* A for loop whose body yields nothing for its one loop-carried value:
+   * the verifier rejects it; the interpreter must report, not crash. */
+  TType params[] = {ts(SK_I32)};
+  K k;
+  kbegin(&k, "bad", 1, params, (const char *[]){"n"});
+  TType i32 = ts(SK_I32);
+  at(&k, 6, 2);
+  for_open(&k, cint(&k, i32, 0), arg(&k, 0), cint(&k, i32, 1), 1, (Value *[]){cint(&k, i32, 0)});
+  for_close(&k, 0, NULL);
+  ret(&k);
+  Interp *ip = interp_new(k.f, "t.tile");
+  cr_assert_not_null(ip);
+  char *err = NULL;
+  InterpArg args[] = {aint(4)};
+  cr_assert(!interp_run(ip, (int64_t[]){1, 1, 1}, args, 1, &err));
+  assert_msg(err, "t.tile:6:2: error: malformed op (operands, results or regions do not fit)");
+  interp_free(ip);
+  kend(&k);
+}
+
+Test(interp, error_element_straddles_buffer_end) {
+  /* A 10-byte buffer holds two whole f32 and half of a third. */
+  _Alignas(16) unsigned char raw[16] = {0};
+  K k;
+  build_scalar_store(&k);
+  InterpArg args[] = {aptr(raw), aint(2)};
+  Buf bufs[] = {{raw, 10, "raw"}};
+  char want[512];
+  snprintf(want, sizeof want,
+           "t.tile:9:5: error: out-of-bounds store of f32: the 4 bytes at address 0x%llx end 2 "
+           "bytes past the end of buffer 'raw' (10 bytes) (program (0, 0, 0))",
+           (unsigned long long)(uintptr_t)(raw + 8));
+  assert_msg(run(&k, 1, args, 2, bufs, 1), want);
+  kend(&k);
 }

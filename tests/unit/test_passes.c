@@ -5,7 +5,8 @@
  * (or the pipeline) and checks the result: op counts by kind, constant
  * values and their exact bits, where ops ended up, or the printed text.
  * Expected constants are worked out by hand in the comments, not computed
- * with numeric.c.
+ * with numeric.c.  test_passes_text.c runs the passes on parsed text with
+ * the verifier before and after.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -20,6 +21,8 @@
 
 /* Most parameters a test kernel has. */
 #define TEST_MAX_PARAMS 4
+/* Most iter args of a test loop. */
+#define TEST_MAX_ITERS 8
 
 typedef struct Ctx {
   Arena arena;
@@ -91,7 +94,8 @@ static void yield(Ctx *c, Block *b, int n, Value *const *vals) {
 
 /* for iv = lo to hi step st iter(inits): region 0 args (iv, iters). */
 static Op *emit_for(Ctx *c, Block *b, Value *lo, Value *hi, Value *st, int n, Value *const *inits) {
-  TType types[8], args[9];
+  TType types[TEST_MAX_ITERS], args[TEST_MAX_ITERS + 1];
+  cr_assert(n <= TEST_MAX_ITERS);
   args[0] = lo->type;
   for (int i = 0; i < n; i++) args[i + 1] = types[i] = inits[i]->type;
   Op *op = ir_op_new(&c->arena, OP_FOR, 3 + n, n, types, 1, (SrcLoc){0, 0});
@@ -114,7 +118,8 @@ static Op *emit_if(Ctx *c, Block *b, Value *cond, int nres, const TType *types) 
 /* while (inits): region 0 (args iters) yields an i1, region 1 (args iters)
  * yields the iters. */
 static Op *emit_while(Ctx *c, Block *b, int n, Value *const *inits) {
-  TType types[8];
+  TType types[TEST_MAX_ITERS];
+  cr_assert(n <= TEST_MAX_ITERS);
   for (int i = 0; i < n; i++) types[i] = inits[i]->type;
   Op *op = ir_op_new(&c->arena, OP_WHILE, n, n, types, 2, (SrcLoc){0, 0});
   for (int i = 0; i < n; i++) op->operands[i] = inits[i];
@@ -1182,8 +1187,12 @@ Test(licm, ops_in_an_if_inside_a_loop_stay) {
 
 /* ---- pipeline ---------------------------------------------------------- */
 
+/* Pass runs a HookLog records, and the room for one pass name. */
+#define HOOK_LOG_MAX 64
+#define HOOK_NAME_MAX 16
+
 typedef struct HookLog {
-  char names[64][8];
+  char names[HOOK_LOG_MAX][HOOK_NAME_MAX];
   int n;
 } HookLog;
 
@@ -1191,7 +1200,7 @@ static void log_pass(const char *pass, const Func *f, bool changed, void *user) 
   (void)f;
   (void)changed;
   HookLog *log = user;
-  if (log->n < 64) snprintf(log->names[log->n++], sizeof log->names[0], "%s", pass);
+  if (log->n < HOOK_LOG_MAX) snprintf(log->names[log->n++], sizeof log->names[0], "%s", pass);
 }
 
 /* for i in 0..n { store p + ..., (x * (2 + 3)) + 0 }: everything folds,
@@ -1264,232 +1273,4 @@ Test(pipeline, null_options_mean_defaults) {
   cr_assert_eq(count_ops(c.f, OP_SUB), 0);
   cr_assert_eq(count_ops(c.f, OP_MUL), 1);
   ctx_free(&c);
-}
-
-/* ---- passes on parsed text, verified before and after ------------------ */
-
-typedef bool (*PassFn)(Func *f, Arena *a);
-
-static void assert_valid(const Func *f, Arena *a, const char *when) {
-  Diags d;
-  diags_init(&d, a, NULL);
-  bool ok = ir_verify_func(f, &d);
-  StrBuf sb;
-  sb_init(&sb);
-  diags_render_all(&d, &sb);
-  ir_print_func(f, &sb);
-  cr_assert(ok, "invalid IR %s:\n%s", when, sb.data);
-  sb_free(&sb);
-}
-
-/* Parses one kernel (the module line is added), checks it is valid, runs
- * `pass`, checks again and compares the printed kernel with `expected`.
- * Returns whether the pass reported a change. */
-static bool run_text(PassFn pass, const char *kernel, const char *expected) {
-  static const char header[] = "module \"t\"\n\n";
-  size_t n = strlen(header) + strlen(kernel);
-  char *text = malloc(n + 1);
-  snprintf(text, n + 1, "%s%s", header, kernel);
-  Arena a;
-  arena_init(&a);
-  Source src = {"t.ir", text, n};
-  Diags d;
-  diags_init(&d, &a, &src);
-  Module *m = ir_parse(&a, &src, &d);
-  if (!m) {
-    StrBuf sb;
-    sb_init(&sb);
-    diags_render_all(&d, &sb);
-    cr_assert_fail("parse error:\n%s", sb.data);
-  }
-  assert_valid(m->funcs[0], &a, "before the pass");
-  bool changed = pass(m->funcs[0], &a);
-  assert_valid(m->funcs[0], &a, "after the pass");
-  assert_text(m->funcs[0], expected);
-  arena_free(&a);
-  free(text);
-  return changed;
-}
-
-/* The whole pipeline as one PassFn, verifying after every pass. */
-static bool pipeline_verified(Func *f, Arena *a) {
-  Diags d;
-  diags_init(&d, a, NULL);
-  PassOptions opt = {.verify_each = true, .diags = &d};
-  bool ok = passes_run_func(f, a, &opt);
-  StrBuf sb;
-  sb_init(&sb);
-  diags_render_all(&d, &sb);
-  cr_assert(ok, "pipeline produced invalid IR:\n%s", sb.data);
-  sb_free(&sb);
-  return true;
-}
-
-Test(text, fold_on_tiles_and_broadcasts) {
-  const char *in =
-      "kernel @k(%x: i8[16], %p: *i8[16]) {\n"
-      "  %0 = const 120 : i8\n"
-      "  %1 = const 10 : i8\n"
-      "  %2 = add %0, %1 : i8\n"
-      "  %3 = broadcast %2 : i8[16]\n"
-      "  %4 = const 0 : i8[16]\n"
-      "  %5 = mul %3, %4 : i8[16]\n"
-      "  %6 = add %x, %5 : i8[16]\n"
-      "  %7 = add %6, %3 : i8[16]\n"
-      "  store %p, %7\n"
-      "  return\n"
-      "}\n";
-  /* 120 + 10 = 130 wraps to -126; (-126) * 0 folds to 0; x + 0 is x */
-  run_text(pass_fold, in,
-           "kernel @k(%x: i8[16], %p: *i8[16]) {\n"
-           "  %0 = const 120 : i8\n"
-           "  %1 = const 10 : i8\n"
-           "  %2 = const -126 : i8\n"
-           "  %3 = const -126 : i8[16]\n"
-           "  %4 = const 0 : i8[16]\n"
-           "  %5 = const 0 : i8[16]\n"
-           "  %6 = add %x, %5 : i8[16]\n"
-           "  %7 = add %6, %3 : i8[16]\n"
-           "  store %p, %7\n"
-           "  return\n"
-           "}\n");
-}
-
-Test(text, canon_const_if_inside_a_loop) {
-  const char *in =
-      "kernel @k(%x: f32, %p: *f32, %n: i32) {\n"
-      "  %0 = const 0 : i32\n"
-      "  %1 = const 1 : i32\n"
-      "  %2 = const true : i1\n"
-      "  %3 = for %4 = %0 to %n step %1 iter(%5 = %x) {\n"
-      "    %6 = if %2 -> f32 {\n"
-      "      %7 = mul %5, %x : f32\n"
-      "      yield %7\n"
-      "    } else {\n"
-      "      yield %5\n"
-      "    }\n"
-      "    %8 = const 1.0 : f32\n"
-      "    %9 = mul %8, %6 : f32\n"
-      "    yield %9\n"
-      "  }\n"
-      "  store %p, %3\n"
-      "  return\n"
-      "}\n";
-  cr_assert(run_text(pass_canon, in,
-                     "kernel @k(%x: f32, %p: *f32, %n: i32) {\n"
-                     "  %0 = const 0 : i32\n"
-                     "  %1 = const 1 : i32\n"
-                     "  %2 = const true : i1\n"
-                     "  %3 = for %4 = %0 to %n step %1 iter(%5 = %x) {\n"
-                     "    %6 = mul %5, %x : f32\n"
-                     "    %7 = const 1.0 : f32\n"
-                     "    yield %6\n"
-                     "  }\n"
-                     "  store %p, %3\n"
-                     "  return\n"
-                     "}\n"));
-}
-
-Test(text, dce_iter_args_stay_valid) {
-  const char *in =
-      "kernel @k(%x: f32[8], %p: *f32[8], %n: i32) {\n"
-      "  %0 = const 0 : i32\n"
-      "  %1 = const 1 : i32\n"
-      "  %2, %3, %4 = for %5 = %0 to %n step %1 iter(%6 = %x, %7 = %x, %8 = %x) {\n"
-      "    %9 = exp %6 : f32[8]\n"
-      "    %10 = load %p : f32[8]\n"
-      "    %11 = add %7, %10 : f32[8]\n"
-      "    %12 = mul %8, %8 : f32[8]\n"
-      "    yield %9, %11, %12\n"
-      "  }\n"
-      "  store %p, %3\n"
-      "  return\n"
-      "}\n";
-  cr_assert(run_text(pass_dce, in,
-                     "kernel @k(%x: f32[8], %p: *f32[8], %n: i32) {\n"
-                     "  %0 = const 0 : i32\n"
-                     "  %1 = const 1 : i32\n"
-                     "  %2 = for %3 = %0 to %n step %1 iter(%4 = %x) {\n"
-                     "    %5 = load %p : f32[8]\n"
-                     "    %6 = add %4, %5 : f32[8]\n"
-                     "    yield %6\n"
-                     "  }\n"
-                     "  store %p, %2\n"
-                     "  return\n"
-                     "}\n"));
-}
-
-Test(text, dce_removes_a_loop_left_without_results) {
-  const char *in =
-      "kernel @k(%x: i32, %p: *i32, %n: i32) {\n"
-      "  %0 = const 0 : i32\n"
-      "  %1 = const 1 : i32\n"
-      "  %2 = for %3 = %0 to %n step %1 iter(%4 = %x) {\n"
-      "    %5 = add %4, %3 : i32\n"
-      "    yield %5\n"
-      "  }\n"
-      "  store %p, %x\n"
-      "  return\n"
-      "}\n";
-  cr_assert(run_text(pass_dce, in,
-                     "kernel @k(%x: i32, %p: *i32, %n: i32) {\n"
-                     "  store %p, %x\n"
-                     "  return\n"
-                     "}\n"));
-}
-
-Test(text, pipeline_end_to_end_with_verification) {
-  const char *in =
-      "kernel @k(%x: f32[16], %p: *f32[16], %n: i32, %c: i1) {\n"
-      "  %0 = const 0 : i32\n"
-      "  %1 = const 1 : i32\n"
-      "  %2 = const 4 : i32\n"
-      "  %3 = for %4 = %0 to %n step %1 iter(%5 = %x) {\n"
-      "    %6 = for %7 = %0 to %2 step %1 iter(%8 = %5) {\n"
-      "      %9 = const 2.0 : f32[16]\n"
-      "      %10 = mul %x, %9 : f32[16]\n"
-      "      %11 = mul %x, %9 : f32[16]\n"
-      "      %12 = add %10, %11 : f32[16]\n"
-      "      %13 = add %8, %12 : f32[16]\n"
-      "      yield %13\n"
-      "    }\n"
-      "    %14 = for %15 = %2 to %0 step %1 iter(%16 = %6) {\n"
-      "      %17 = neg %16 : f32[16]\n"
-      "      yield %17\n"
-      "    }\n"
-      "    %18 = if %c -> f32[16] {\n"
-      "      %19 = const 2.0 : f32[16]\n"
-      "      %20 = mul %x, %19 : f32[16]\n"
-      "      yield %20\n"
-      "    } else {\n"
-      "      yield %14\n"
-      "    }\n"
-      "    yield %18\n"
-      "  }\n"
-      "  store %p, %3\n"
-      "  return\n"
-      "}\n";
-  run_text(pipeline_verified, in,
-           "kernel @k(%x: f32[16], %p: *f32[16], %n: i32, %c: i1) {\n"
-           "  %0 = const 0 : i32\n"
-           "  %1 = const 1 : i32\n"
-           "  %2 = const 4 : i32\n"
-           "  %3 = const 2.0 : f32[16]\n"
-           "  %4 = mul %x, %3 : f32[16]\n"
-           "  %5 = add %4, %4 : f32[16]\n"
-           "  %6 = for %7 = %0 to %n step %1 iter(%8 = %x) {\n"
-           "    %9 = for %10 = %0 to %2 step %1 iter(%11 = %8) {\n"
-           "      %12 = add %11, %5 : f32[16]\n"
-           "      yield %12\n"
-           "    }\n"
-           "    %13 = if %c -> f32[16] {\n"
-           "      yield %4\n"
-           "    } else {\n"
-           "      yield %9\n"
-           "    }\n"
-           "    yield %13\n"
-           "  }\n"
-           "  store %p, %6\n"
-           "  return\n"
-           "}\n");
 }

@@ -1,0 +1,238 @@
+/* test_kernels.c - the kernels of tests/kernels run in the interpreter on
+ * fresh random inputs (outputs poisoned first) against C references in
+ * double, on at least three shapes each, including sizes that are not
+ * multiples of the block. The cast test checks against conversions written
+ * here independently of the compiler's numeric code. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define F32_TOL 1e-5
+#define BF16_TOL 1e-2
+
+/* ---- vector add ---- */
+
+static void check_vector_add(const char *type, int n, const char *block, uint64_t seed) {
+  const char *defs[] = {"T", type, "BLOCK", block, NULL};
+  tc_compilation *c = harness_compile("tests/kernels/vector_add.tile", NULL, defs);
+  Rng rng = {seed};
+  HBuf z = hbuf_new(type, n, "z"), x = hbuf_new(type, n, "x"), y = hbuf_new(type, n, "y");
+  hbuf_fill_uniform(&x, &rng, -100, 100);
+  hbuf_fill_uniform(&y, &rng, -100, 100);
+  hbuf_poison(&z);
+  tc_arg args[4] = {{.p = z.data}, {.p = x.data}, {.p = y.data}, {.i = n}};
+  const HBuf *bufs[] = {&z, &x, &y};
+  int b = atoi(block);
+  harness_run(c, (int64_t[3]){(n + b - 1) / b, 1, 1}, args, 4, bufs, 3);
+  double *want = malloc(sizeof(double) * n);
+  for (int i = 0; i < n; i++) want[i] = hbuf_get(&x, i) + hbuf_get(&y, i);
+  double err = rel_error(&z, want, n);
+  cr_expect(err < (strcmp(type, "bf16") ? F32_TOL : BF16_TOL), "vector_add %s n=%d: error %g", type, n, err);
+  free(want);
+  hbuf_free(&z), hbuf_free(&x), hbuf_free(&y);
+  tc_free(c);
+}
+
+Test(kernel_vector_add, f32) { check_vector_add("f32", 1000, "256", 1); }
+Test(kernel_vector_add, i32_exact) { check_vector_add("i32", 4097, "1024", 2); }
+Test(kernel_vector_add, bf16_one_element) { check_vector_add("bf16", 1, "64", 3); check_vector_add("bf16", 333, "64", 4); }
+
+/* ---- reductions ---- */
+
+static void check_reductions(int rows, int cols, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/reductions.tile", NULL, NULL);
+  Rng rng = {seed};
+  HBuf x = hbuf_new("f32", (size_t)rows * cols, "x"), rs = hbuf_new("f32", rows, "row_sum"),
+       rm = hbuf_new("f32", rows, "row_max"), ra = hbuf_new("i32", rows, "row_argmax"),
+       cs = hbuf_new("f32", cols, "col_sum"), tot = hbuf_new("f32", 1, "total");
+  hbuf_fill_uniform(&x, &rng, -10, 10);
+  /* A tie for the maximum in row 0: argmax must give the first index. */
+  if (cols > 3) hbuf_set(&x, 3, 50), hbuf_set(&x, cols - 1, 50);
+  hbuf_poison(&rs), hbuf_poison(&rm), hbuf_poison(&ra);
+  memset(cs.data, 0, cols * sizeof(float));
+  memset(tot.data, 0, sizeof(float));
+  tc_arg args[8] = {{.p = rs.data}, {.p = rm.data}, {.p = ra.data}, {.p = cs.data},
+                    {.p = tot.data}, {.p = x.data}, {.i = rows}, {.i = cols}};
+  const HBuf *bufs[] = {&rs, &rm, &ra, &cs, &tot, &x};
+  harness_run(c, (int64_t[3]){(rows + 15) / 16, 1, 1}, args, 8, bufs, 6);
+  double *wrs = calloc(rows, sizeof(double)), *wrm = calloc(rows, sizeof(double)), *wcs = calloc(cols, sizeof(double));
+  double total = 0;
+  for (int r = 0; r < rows; r++) {
+    double m = -INFINITY;
+    int am = 0;
+    for (int j = 0; j < cols; j++) {
+      double v = hbuf_get(&x, (size_t)r * cols + j);
+      wrs[r] += v, wcs[j] += v, total += v;
+      if (v > m) m = v, am = j;
+    }
+    wrm[r] = m;
+    cr_expect(hbuf_get(&ra, r) == am, "row %d argmax %g, expected %d", r, hbuf_get(&ra, r), am);
+  }
+  cr_expect(rel_error(&rs, wrs, rows) < F32_TOL);
+  cr_expect(rel_error(&rm, wrm, rows) == 0);
+  cr_expect(rel_error(&cs, wcs, cols) < F32_TOL, "col sums: %g", rel_error(&cs, wcs, cols));
+  cr_expect(fabs(hbuf_get(&tot, 0) - total) <= 1e-5 * fmax(1, fabs(total)) + 1e-4, "total %g vs %g", hbuf_get(&tot, 0), total);
+  free(wrs), free(wrm), free(wcs);
+  hbuf_free(&x), hbuf_free(&rs), hbuf_free(&rm), hbuf_free(&ra), hbuf_free(&cs), hbuf_free(&tot);
+  tc_free(c);
+}
+
+Test(kernel_reductions, exact_tiles) { check_reductions(16, 64, 5); }
+Test(kernel_reductions, ragged) { check_reductions(33, 50, 6); }
+Test(kernel_reductions, one_column) { check_reductions(5, 1, 7); }
+
+/* ---- casts: references written independently of numeric.c ---- */
+
+/* Nearest value on a float grid with `mbits` mantissa bits, exponent range
+ * [emin, ...], ties to even, computed by scaling into an integer. */
+static double round_grid(double x, int mbits, int emin) {
+  if (x == 0 || isnan(x) || isinf(x)) return x;
+  int e;
+  frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
+  e -= 1;
+  if (e < emin) e = emin;
+  double scale = ldexp(1.0, mbits - e);
+  double r = x * scale, fl = floor(r), diff = r - fl;
+  double q = diff > 0.5 ? fl + 1 : diff < 0.5 ? fl : (fmod(fl, 2) == 0 ? fl : fl + 1);
+  return copysign(q / scale, x); /* keeps the sign of values that round to zero */
+}
+
+static double ref_bf16(double x) {
+  double r = round_grid(x, 7, -126);
+  return fabs(r) > 0x1.fep127 ? copysign(INFINITY, x) : r;
+}
+static double ref_f16(double x) {
+  double r = round_grid(x, 10, -14);
+  return fabs(r) > 65504 ? copysign(INFINITY, x) : r;
+}
+/* fp8 conversions saturate: overflow and infinity give the largest finite. */
+static double ref_fp8(double x, int mbits, int emin, double maxv) {
+  if (isnan(x)) return x;
+  if (isinf(x)) return copysign(maxv, x);
+  double r = round_grid(x, mbits, emin);
+  return fabs(r) > maxv ? copysign(maxv, x) : r;
+}
+static double ref_int(double x, double lo, double hi) {
+  if (isnan(x)) return 0;
+  double t = trunc(x);
+  return t < lo ? lo : t > hi ? hi : t + 0.0; /* +0.0: integers have no -0 */
+}
+
+static void check_casts(int n, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/casts.tile", NULL, NULL);
+  Rng rng = {seed};
+  HBuf x = hbuf_new("f32", n, "x");
+  const char *types[] = {"bf16", "f16", "f8e4m3", "f8e5m2", "i32", "u8", "f32"};
+  const char *names[] = {"to_bf16", "to_f16", "to_e4m3", "to_e5m2", "to_i32", "to_u8", "back"};
+  HBuf out[7];
+  for (int i = 0; i < 7; i++) out[i] = hbuf_new(types[i], n, names[i]);
+  static const double specials[] = {NAN, INFINITY, -INFINITY, 1e30, -1e30, 448, 464, 480, 65504, 65520, 3e9,
+                                    -3e9, 255.5, 256, -0.0, 1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 1e-40, 0x1p-10, 0x1p-17};
+  for (int i = 0; i < n; i++) {
+    double v = (rng_next(&rng) & 1) ? rng_uniform(&rng, -300, 300) : rng_uniform(&rng, -2, 2);
+    hbuf_set(&x, i, i < (int)(sizeof specials / sizeof specials[0]) ? specials[i] : v);
+  }
+  for (int i = 0; i < 7; i++) hbuf_poison(&out[i]);
+  tc_arg args[9];
+  const HBuf *bufs[8];
+  for (int i = 0; i < 7; i++) args[i] = (tc_arg){.p = out[i].data}, bufs[i] = &out[i];
+  args[7] = (tc_arg){.p = x.data}, bufs[7] = &x;
+  args[8] = (tc_arg){.i = n};
+  harness_run(c, (int64_t[3]){(n + 255) / 256, 1, 1}, args, 9, bufs, 8);
+  for (int i = 0; i < n; i++) {
+    double v = hbuf_get(&x, i);
+    double want[7] = {ref_bf16(v), ref_f16(v), ref_fp8(v, 3, -6, 448), ref_fp8(v, 2, -14, 57344),
+                      ref_int(v, -2147483648.0, 2147483647.0), ref_int(v, 0, 255), ref_bf16(v)};
+    for (int t = 0; t < 7; t++) {
+      double got = hbuf_get(&out[t], i);
+      bool same = (isnan(got) && isnan(want[t])) || (got == want[t] && signbit(got) == signbit(want[t]));
+      cr_expect(same, "%s of %a: got %a, expected %a", names[t], v, got, want[t]);
+    }
+  }
+  for (int i = 0; i < 7; i++) hbuf_free(&out[i]);
+  hbuf_free(&x);
+  tc_free(c);
+}
+
+Test(kernel_casts, specials_and_random) { check_casts(256, 8); }
+Test(kernel_casts, ragged) { check_casts(1000, 9); }
+Test(kernel_casts, short) { check_casts(7, 10); }
+
+/* ---- atomics ---- */
+
+static void check_histogram(int n, int bins, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/atomics.tile", NULL, NULL);
+  Rng rng = {seed};
+  HBuf hist = hbuf_new("i32", bins, "hist"), gmax = hbuf_new("i32", 1, "gmax"), x = hbuf_new("i32", n, "x");
+  /* Some values fall outside [0, bins) and must be ignored. */
+  hbuf_fill_uniform(&x, &rng, -2, bins + 2);
+  memset(hist.data, 0, (size_t)bins * 4);
+  hbuf_set(&gmax, 0, -2147483648.0);
+  tc_arg args[5] = {{.p = hist.data}, {.p = gmax.data}, {.p = x.data}, {.i = n}, {.i = bins}};
+  const HBuf *bufs[] = {&hist, &gmax, &x};
+  harness_run(c, (int64_t[3]){(n + 127) / 128, 1, 1}, args, 5, bufs, 3);
+  int *want = calloc(bins, sizeof(int));
+  int mx = -2147483647 - 1;
+  for (int i = 0; i < n; i++) {
+    int v = (int)hbuf_get(&x, i);
+    if (v >= 0 && v < bins) want[v]++;
+    if (v > mx) mx = v;
+  }
+  for (int b = 0; b < bins; b++) cr_expect(hbuf_get(&hist, b) == want[b], "bin %d: %g vs %d", b, hbuf_get(&hist, b), want[b]);
+  cr_expect(hbuf_get(&gmax, 0) == mx);
+  free(want);
+  hbuf_free(&hist), hbuf_free(&gmax), hbuf_free(&x);
+  tc_free(c);
+}
+
+Test(kernel_atomics, one_block) { check_histogram(128, 17, 11); }
+Test(kernel_atomics, ragged) { check_histogram(1000, 17, 12); }
+Test(kernel_atomics, few) { check_histogram(5, 3, 13); }
+
+/* ---- naive attention ---- */
+
+static void check_naive_attention(int bh, int seqlen, bool causal, uint64_t seed) {
+  const char *defs[] = {"CAUSAL", causal ? "true" : "false", NULL};
+  tc_compilation *c = harness_compile("tests/kernels/naive_attention.tile", NULL, defs);
+  Rng rng = {seed};
+  const int D = 64;
+  size_t total = (size_t)bh * seqlen * D;
+  HBuf o = hbuf_new("f32", total, "out"), q = hbuf_new("bf16", total, "q"), k = hbuf_new("bf16", total, "k"),
+       v = hbuf_new("bf16", total, "v");
+  hbuf_fill_uniform(&q, &rng, -1, 1), hbuf_fill_uniform(&k, &rng, -1, 1), hbuf_fill_uniform(&v, &rng, -1, 1);
+  hbuf_poison(&o);
+  float scale = 0.125f;
+  tc_arg args[6] = {{.p = o.data}, {.p = q.data}, {.p = k.data}, {.p = v.data}, {.i = seqlen}, {.f = scale}};
+  const HBuf *bufs[] = {&o, &q, &k, &v};
+  harness_run(c, (int64_t[3]){bh, 1, 1}, args, 6, bufs, 4);
+  double *want = malloc(sizeof(double) * total), *p = malloc(sizeof(double) * seqlen);
+  for (int b = 0; b < bh; b++)
+    for (int i = 0; i < seqlen; i++) {
+      size_t qi = ((size_t)b * seqlen + i) * D;
+      double m = -INFINITY, l = 0;
+      int last = causal ? i : seqlen - 1;
+      for (int j = 0; j <= last; j++) {
+        double s = 0;
+        for (int d = 0; d < D; d++) s += hbuf_get(&q, qi + d) * hbuf_get(&k, ((size_t)b * seqlen + j) * D + d);
+        m = fmax(m, p[j] = s * scale);
+      }
+      for (int j = 0; j <= last; j++) l += (p[j] = exp(p[j] - m));
+      for (int d = 0; d < D; d++) {
+        double acc = 0;
+        for (int j = 0; j <= last; j++) acc += p[j] * hbuf_get(&v, ((size_t)b * seqlen + j) * D + d);
+        want[qi + d] = acc / l;
+      }
+    }
+  double err = rel_error(&o, want, total);
+  cr_expect(err < F32_TOL, "naive attention bh %d n %d causal %d: %g", bh, seqlen, causal, err);
+  free(want), free(p);
+  hbuf_free(&o), hbuf_free(&q), hbuf_free(&k), hbuf_free(&v);
+  tc_free(c);
+}
+
+Test(kernel_naive_attention, ragged) { check_naive_attention(2, 100, false, 14); }
+Test(kernel_naive_attention, full_block_causal) { check_naive_attention(1, 128, true, 15); }
+Test(kernel_naive_attention, short_causal) { check_naive_attention(3, 17, true, 16); }

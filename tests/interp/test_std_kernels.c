@@ -1,0 +1,219 @@
+/* test_std_kernels.c - the standard library's kernels (lang/std) run in the
+ * interpreter on fresh random inputs, outputs poisoned first, against plain
+ * C references computed in double. Each kernel runs on at least three
+ * shapes, including sizes that are not multiples of its block sizes.
+ * Tolerances (norm-wise relative error): 1e-5 for f32 math, 1e-2 for bf16
+ * inputs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define F32_TOL 1e-5
+#define BF16_TOL 1e-2
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- softmax ---- */
+
+static void check_softmax(int rows, int n, int stride, const char *block, uint64_t seed) {
+  const char *defs[] = {"BLOCK", block, NULL};
+  tc_compilation *c = harness_compile("lang/std/softmax.tile", NULL, defs);
+  Rng rng = {seed};
+  HBuf x = hbuf_new("f32", (size_t)rows * stride, "x"), out = hbuf_new("f32", (size_t)rows * stride, "out");
+  hbuf_fill_uniform(&x, &rng, -4, 4);
+  hbuf_poison(&out);
+  tc_arg args[4] = {{.p = out.data}, {.p = x.data}, {.i = n}, {.i = stride}};
+  const HBuf *bufs[] = {&out, &x};
+  harness_run(c, (int64_t[3]){rows, 1, 1}, args, 4, bufs, 2);
+  double *want = malloc(sizeof(double) * rows * n);
+  HBuf got = hbuf_new("f32", (size_t)rows * n, "got");
+  for (int r = 0; r < rows; r++) {
+    double m = -INFINITY, s = 0;
+    for (int j = 0; j < n; j++) m = fmax(m, hbuf_get(&x, (size_t)r * stride + j));
+    for (int j = 0; j < n; j++) s += exp(hbuf_get(&x, (size_t)r * stride + j) - m);
+    for (int j = 0; j < n; j++) {
+      want[r * n + j] = exp(hbuf_get(&x, (size_t)r * stride + j) - m) / s;
+      hbuf_set(&got, (size_t)r * n + j, hbuf_get(&out, (size_t)r * stride + j));
+    }
+    /* Padding between rows must be untouched (still poisoned). */
+    for (int j = n; j < stride; j++) cr_assert(isnan(hbuf_get(&out, (size_t)r * stride + j)));
+  }
+  double err = rel_error(&got, want, (size_t)rows * n);
+  cr_expect(err < F32_TOL, "softmax %dx%d: rel error %g", rows, n, err);
+  free(want);
+  hbuf_free(&x), hbuf_free(&out), hbuf_free(&got);
+  tc_free(c);
+}
+
+Test(std_softmax, row_shorter_than_block) { check_softmax(3, 1000, 1000, "1024", 1); }
+Test(std_softmax, padded_rows) { check_softmax(7, 37, 50, "64", 2); }
+Test(std_softmax, full_block_single_element) { check_softmax(5, 1024, 1024, "1024", 3); check_softmax(2, 1, 1, "16", 4); }
+
+/* ---- layernorm ---- */
+
+static void check_layernorm(const char *type, int rows, int n, const char *block, double tol, uint64_t seed) {
+  const char *defs[] = {"T", type, "BLOCK", block, NULL};
+  tc_compilation *c = harness_compile("lang/std/layernorm.tile", NULL, defs);
+  Rng rng = {seed};
+  size_t total = (size_t)rows * n;
+  HBuf y = hbuf_new(type, total, "y"), x = hbuf_new(type, total, "x"), w = hbuf_new(type, n, "w"),
+       b = hbuf_new(type, n, "b"), mean = hbuf_new("f32", rows, "mean"), rstd = hbuf_new("f32", rows, "rstd");
+  hbuf_fill_uniform(&x, &rng, -2, 3);
+  hbuf_fill_uniform(&w, &rng, 0.5, 1.5);
+  hbuf_fill_uniform(&b, &rng, -1, 1);
+  hbuf_poison(&y), hbuf_poison(&mean), hbuf_poison(&rstd);
+  double eps = 1e-5;
+  tc_arg args[9] = {{.p = y.data}, {.p = x.data}, {.p = w.data}, {.p = b.data}, {.p = mean.data},
+                    {.p = rstd.data}, {.i = n}, {.i = n}, {.f = eps}};
+  const HBuf *bufs[] = {&y, &x, &w, &b, &mean, &rstd};
+  harness_run(c, (int64_t[3]){rows, 1, 1}, args, 9, bufs, 6);
+  double *wy = malloc(sizeof(double) * total), *wm = malloc(sizeof(double) * rows), *wr = malloc(sizeof(double) * rows);
+  for (int r = 0; r < rows; r++) {
+    double mu = 0, var = 0;
+    for (int j = 0; j < n; j++) mu += hbuf_get(&x, (size_t)r * n + j);
+    mu /= n;
+    for (int j = 0; j < n; j++) var += pow(hbuf_get(&x, (size_t)r * n + j) - mu, 2);
+    double rs = 1.0 / sqrt(var / n + (double)(float)eps);
+    wm[r] = mu, wr[r] = rs;
+    for (int j = 0; j < n; j++)
+      wy[(size_t)r * n + j] = (hbuf_get(&x, (size_t)r * n + j) - mu) * rs * hbuf_get(&w, j) + hbuf_get(&b, j);
+  }
+  double e1 = rel_error(&y, wy, total), e2 = rel_error(&mean, wm, rows), e3 = rel_error(&rstd, wr, rows);
+  cr_expect(e1 < tol && e2 < F32_TOL && e3 < F32_TOL, "layernorm %s %dx%d: errors y %g mean %g rstd %g", type, rows,
+            n, e1, e2, e3);
+  free(wy), free(wm), free(wr);
+  hbuf_free(&y), hbuf_free(&x), hbuf_free(&w), hbuf_free(&b), hbuf_free(&mean), hbuf_free(&rstd);
+  tc_free(c);
+}
+
+Test(std_layernorm, f32_one_block) { check_layernorm("f32", 4, 1000, "1024", F32_TOL, 11); }
+Test(std_layernorm, f32_several_blocks) { check_layernorm("f32", 3, 2500, "1024", F32_TOL, 12); }
+Test(std_layernorm, f32_tiny_rows) { check_layernorm("f32", 5, 37, "16", F32_TOL, 13); }
+Test(std_layernorm, bf16) { check_layernorm("bf16", 3, 777, "256", BF16_TOL, 14); }
+
+/* ---- gemm ---- */
+
+static void check_gemm(const char *type, int m, int n, int k, bool trans_b, const char *const *blocks, double tol,
+                       uint64_t seed) {
+  const char *defs[16] = {"T", type};
+  int nd = 2;
+  for (int i = 0; blocks && blocks[i]; i++) defs[nd++] = blocks[i];
+  defs[nd] = NULL;
+  tc_compilation *c = harness_compile("lang/std/gemm.tile", NULL, defs);
+  Rng rng = {seed};
+  HBuf a = hbuf_new(type, (size_t)m * k, "a"), b = hbuf_new(type, (size_t)k * n, "b"), cc = hbuf_new("f32", (size_t)m * n, "c");
+  hbuf_fill_uniform(&a, &rng, -1, 1);
+  hbuf_fill_uniform(&b, &rng, -1, 1);
+  hbuf_poison(&cc);
+  /* B is k x n; stored row-major, or transposed (n x k) when trans_b. */
+  int64_t sbk = trans_b ? 1 : n, sbn = trans_b ? k : 1;
+  tc_arg args[12] = {{.p = cc.data}, {.p = a.data}, {.p = b.data}, {.i = m}, {.i = n}, {.i = k},
+                     {.i = k},       {.i = 1},      {.i = sbk},    {.i = sbn}, {.i = n}, {.i = 1}};
+  const HBuf *bufs[] = {&cc, &a, &b};
+  int bm = 128, bn = 128;
+  for (int i = 0; blocks && blocks[i]; i += 2) {
+    if (!strcmp(blocks[i], "BLOCK_M")) bm = atoi(blocks[i + 1]);
+    if (!strcmp(blocks[i], "BLOCK_N")) bn = atoi(blocks[i + 1]);
+  }
+  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, 12, bufs, 3);
+  double *want = calloc((size_t)m * n, sizeof(double));
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double s = 0;
+      for (int p = 0; p < k; p++) s += hbuf_get(&a, (size_t)i * k + p) * hbuf_get(&b, (size_t)(p * sbk + j * sbn));
+      want[(size_t)i * n + j] = s;
+    }
+  double err = rel_error(&cc, want, (size_t)m * n);
+  cr_expect(err < tol, "gemm %s %dx%dx%d: rel error %g", type, m, n, k, err);
+  free(want);
+  hbuf_free(&a), hbuf_free(&b), hbuf_free(&cc);
+  tc_free(c);
+}
+
+static const char *const small_blocks[] = {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "GROUP_M", "2", NULL};
+
+Test(std_gemm, bf16_ragged) { check_gemm("bf16", 100, 70, 50, false, NULL, BF16_TOL, 21); }
+Test(std_gemm, f32_small_blocks_grouped) { check_gemm("f32", 130, 97, 129, false, small_blocks, F32_TOL, 22); }
+Test(std_gemm, bf16_transposed_b) { check_gemm("bf16", 64, 160, 48, true, small_blocks, BF16_TOL, 23); }
+Test(std_gemm, f16_exact_tiles) { check_gemm("f16", 128, 128, 64, false, NULL, BF16_TOL, 24); }
+
+/* ---- flash attention ---- */
+
+typedef struct AttnShape {
+  int batch, heads, seqlen, dim;
+  bool causal, bshd; /* layout: [b, s, h, d] instead of [b, h, s, d] */
+} AttnShape;
+
+/* Reference attention in double; q/k/v/out share the strides. */
+static void attention_ref(const HBuf *q, const HBuf *k, const HBuf *v, double *out, AttnShape s, int64_t sb, int64_t sh,
+                          int64_t sn, double scale) {
+  double *p = malloc(sizeof(double) * s.seqlen);
+  for (int b = 0; b < s.batch; b++)
+    for (int h = 0; h < s.heads; h++)
+      for (int i = 0; i < s.seqlen; i++) {
+        int64_t qi = b * sb + h * sh + i * sn;
+        double m = -INFINITY, l = 0;
+        int last = s.causal ? i : s.seqlen - 1;
+        for (int j = 0; j <= last; j++) {
+          double dotv = 0;
+          for (int d = 0; d < s.dim; d++) dotv += hbuf_get(q, qi + d) * hbuf_get(k, b * sb + h * sh + j * sn + d);
+          p[j] = dotv * scale;
+          m = fmax(m, p[j]);
+        }
+        for (int j = 0; j <= last; j++) l += (p[j] = exp(p[j] - m));
+        for (int d = 0; d < s.dim; d++) {
+          double o = 0;
+          for (int j = 0; j <= last; j++) o += p[j] * hbuf_get(v, b * sb + h * sh + j * sn + d);
+          out[qi + d] = o / l;
+        }
+      }
+  free(p);
+}
+
+static void check_flash(AttnShape s, const char *const *blocks, uint64_t seed) {
+  char dim[8];
+  snprintf(dim, sizeof dim, "%d", s.dim);
+  const char *defs[16] = {"HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false"};
+  int nd = 4, block_m = 128;
+  for (int i = 0; blocks && blocks[i]; i += 2) {
+    defs[nd++] = blocks[i], defs[nd++] = blocks[i + 1];
+    if (!strcmp(blocks[i], "BLOCK_M")) block_m = atoi(blocks[i + 1]);
+  }
+  defs[nd] = NULL;
+  tc_compilation *c = harness_compile("lang/std/flash_attention.tile", NULL, defs);
+  Rng rng = {seed};
+  size_t total = (size_t)s.batch * s.heads * s.seqlen * s.dim;
+  HBuf q = hbuf_new("bf16", total, "q"), k = hbuf_new("bf16", total, "k"), v = hbuf_new("bf16", total, "v"),
+       o = hbuf_new("bf16", total, "out");
+  hbuf_fill_uniform(&q, &rng, -1, 1);
+  hbuf_fill_uniform(&k, &rng, -1, 1);
+  hbuf_fill_uniform(&v, &rng, -1, 1);
+  hbuf_poison(&o);
+  int64_t sn = s.bshd ? (int64_t)s.heads * s.dim : s.dim;
+  int64_t sh = s.bshd ? s.dim : (int64_t)s.seqlen * s.dim;
+  int64_t sb = (int64_t)s.heads * s.seqlen * s.dim;
+  double scale = 1.0 / sqrt((double)s.dim);
+  tc_arg args[10] = {{.p = o.data}, {.p = q.data},        {.p = k.data}, {.p = v.data}, {.i = s.seqlen},
+                     {.i = s.heads}, {.f = (float)scale}, {.i = sb},     {.i = sh},     {.i = sn}};
+  const HBuf *bufs[] = {&o, &q, &k, &v};
+  harness_run(c, (int64_t[3]){cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 10, bufs, 4);
+  double *want = malloc(sizeof(double) * total);
+  attention_ref(&q, &k, &v, want, s, sb, sh, sn, (float)scale);
+  double err = rel_error(&o, want, total);
+  cr_expect(err < BF16_TOL, "flash attention b%d h%d n%d d%d causal %d: rel error %g", s.batch, s.heads, s.seqlen,
+            s.dim, s.causal, err);
+  free(want);
+  hbuf_free(&q), hbuf_free(&k), hbuf_free(&v), hbuf_free(&o);
+  tc_free(c);
+}
+
+static const char *const fa_small[] = {"BLOCK_M", "64", "BLOCK_N", "32", NULL};
+
+Test(std_flash_attention, d64_full_ragged) { check_flash((AttnShape){1, 2, 200, 64, false, false}, NULL, 31); }
+Test(std_flash_attention, d128_causal_bshd) { check_flash((AttnShape){2, 1, 130, 128, true, true}, NULL, 32); }
+Test(std_flash_attention, d64_causal_small_blocks) { check_flash((AttnShape){1, 3, 97, 64, true, false}, fa_small, 33); }
+Test(std_flash_attention, d128_full_exact_blocks) { check_flash((AttnShape){1, 1, 128, 128, false, true}, fa_small, 34); }

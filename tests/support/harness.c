@@ -1,0 +1,125 @@
+/* harness.c - kernel test helpers (see harness.h). Element storage goes
+ * through numeric.h's encode/decode, which test_numeric.c checks against
+ * independent references. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp/numeric.h"
+
+#ifndef TILE_SOURCE_ROOT
+#define TILE_SOURCE_ROOT "."
+#endif
+
+uint64_t rng_next(Rng *r) {
+  uint64_t z = (r->state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+double rng_uniform(Rng *r, double lo, double hi) { return lo + (hi - lo) * ((double)(rng_next(r) >> 11) * 0x1p-53); }
+
+char *harness_read_source(const char *relpath, size_t *len) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", TILE_SOURCE_ROOT, relpath);
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)size + 1);
+  cr_assert(fread(buf, 1, (size_t)size, f) == (size_t)size);
+  fclose(f);
+  buf[size] = 0;
+  *len = (size_t)size;
+  return buf;
+}
+
+tc_compilation *harness_compile(const char *relpath, const char *kernel, const char *const *defines) {
+  size_t len;
+  char *src = harness_read_source(relpath, &len);
+  tc_define defs[32];
+  int n = 0;
+  for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
+  tc_options opt = {kernel, defs, n, false, true};
+  tc_compilation *c = tc_compile(relpath, src, len, &opt);
+  free(src);
+  cr_assert(tc_error_count(c) == 0, "compiling %s failed:\n%s", relpath, tc_diagnostics(c));
+  cr_assert(tc_kernel_count(c) == 1, "%s: expected one kernel", relpath);
+  return c;
+}
+
+HBuf hbuf_new(const char *elem, size_t n, const char *name) {
+  HBuf b = {0};
+  b.kind = scalar_from_name(elem, strlen(elem));
+  cr_assert(b.kind != SK_VOID, "unknown element type %s", elem);
+  b.elem_bytes = (size_t)scalar_bytes(b.kind);
+  b.n = n;
+  b.name = name;
+  b.data = calloc(n ? n : 1, b.elem_bytes);
+  return b;
+}
+
+void hbuf_free(HBuf *b) {
+  free(b->data);
+  b->data = NULL;
+}
+
+double hbuf_get(const HBuf *b, size_t i) {
+  Slot s = num_load((const char *)b->data + i * b->elem_bytes, b->kind);
+  if (scalar_is_float(b->kind)) return s.f;
+  return scalar_is_signed(b->kind) ? (double)s.i : (double)s.u;
+}
+
+void hbuf_set(HBuf *b, size_t i, double v) {
+  Slot s;
+  if (scalar_is_float(b->kind)) s.f = num_round_float(v, b->kind);
+  else s = num_wrap_int((uint64_t)(int64_t)v, b->kind);
+  num_store((char *)b->data + i * b->elem_bytes, s, b->kind);
+}
+
+void hbuf_fill_uniform(HBuf *b, Rng *r, double lo, double hi) {
+  for (size_t i = 0; i < b->n; i++) {
+    double v = rng_uniform(r, lo, hi);
+    hbuf_set(b, i, scalar_is_float(b->kind) ? v : floor(v));
+  }
+}
+
+void hbuf_poison(HBuf *b) {
+  if (scalar_is_float(b->kind)) {
+    for (size_t i = 0; i < b->n; i++) hbuf_set(b, i, NAN);
+  } else {
+    memset(b->data, 0x5A, b->n * b->elem_bytes);
+  }
+}
+
+tc_buffer hbuf_tc(const HBuf *b) { return (tc_buffer){b->data, b->n * b->elem_bytes, b->name}; }
+
+double rel_error(const HBuf *got, const double *want, size_t n) {
+  double max_err = 0, max_ref = 0;
+  for (size_t i = 0; i < n; i++) {
+    double g = hbuf_get(got, i);
+    if (g != g && want[i] == want[i]) return INFINITY;
+    double e = fabs(g - want[i]);
+    if (e != e) continue; /* NaN expected and got */
+    if (e > max_err) max_err = e;
+    if (fabs(want[i]) > max_ref) max_ref = fabs(want[i]);
+  }
+  return max_ref > 0 ? max_err / max_ref : max_err;
+}
+
+void harness_run(tc_compilation *c, const int64_t grid[3], const tc_arg *args, int nargs, const HBuf *const *bufs,
+                 int nbufs) {
+  tc_buffer tb[32];
+  cr_assert(nbufs <= 32);
+  for (int i = 0; i < nbufs; i++) tb[i] = hbuf_tc(bufs[i]);
+  char *err = NULL;
+  bool ok = tc_interpret(c, 0, grid, args, nargs, tb, nbufs, 0, &err);
+  cr_assert(ok, "interpreter: %s", err ? err : "?");
+  free(err);
+}

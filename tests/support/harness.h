@@ -1,0 +1,58 @@
+/* harness.h - helpers for tests that compile .tile kernels and run them in
+ * the interpreter against C references: reading sources from the tree,
+ * typed host buffers (random fill, poisoning, element access in double),
+ * and the relative-error measure every kernel test uses. */
+#ifndef TILE_TEST_HARNESS_H
+#define TILE_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec.h"
+
+/* A host buffer of `n` elements of one element type ("f32", "bf16", ...). */
+typedef struct HBuf {
+  void *data;
+  size_t n, elem_bytes;
+  int kind; /* ScalarKind */
+  const char *name;
+} HBuf;
+
+/* Deterministic generator for test inputs. */
+typedef struct Rng {
+  uint64_t state;
+} Rng;
+
+uint64_t rng_next(Rng *r);
+double rng_uniform(Rng *r, double lo, double hi);
+
+/* Reads a file relative to the source tree (TILE_SOURCE_ROOT). */
+char *harness_read_source(const char *relpath, size_t *len);
+/* Compiles a file of the tree with NAME=VALUE defines (NULL-terminated
+ * pairs: "BLOCK", "128", NULL); aborts the test with the diagnostics on
+ * failure. */
+tc_compilation *harness_compile(const char *relpath, const char *kernel, const char *const *defines);
+
+HBuf hbuf_new(const char *elem, size_t n, const char *name);
+void hbuf_free(HBuf *b);
+/* Fills with uniform values in [lo, hi), rounded to the element type
+ * (integers: rounded toward zero). */
+void hbuf_fill_uniform(HBuf *b, Rng *r, double lo, double hi);
+/* Fills with a value no kernel writes by accident: NaN for floats,
+ * 0x5A5A... bit patterns for integers. */
+void hbuf_poison(HBuf *b);
+double hbuf_get(const HBuf *b, size_t i);
+void hbuf_set(HBuf *b, size_t i, double v);
+tc_buffer hbuf_tc(const HBuf *b);
+
+/* Norm-wise relative error: max |got - want| / max |want| (or the absolute
+ * error when want is all zeros). NaN in `got` gives +inf. */
+double rel_error(const HBuf *got, const double *want, size_t n);
+
+/* Runs kernel 0 of c in the interpreter; fails the test with the message
+ * on error. */
+void harness_run(tc_compilation *c, const int64_t grid[3], const tc_arg *args, int nargs, const HBuf *const *bufs,
+                 int nbufs);
+
+#endif
