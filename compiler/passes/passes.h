@@ -29,7 +29,8 @@ bool pass_fold(Func *f, Arena *a);
 bool pass_fold_op(Op *op);
 
 /* Canonicalization: algebraic identities, const-condition if, zero-trip
- * for, constants moved to the second operand of commutative ops (canon.c). */
+ * for, iter args the body passes through unchanged, constants moved to the
+ * second operand of commutative ops (canon.c). */
 bool pass_canon(Func *f, Arena *a);
 
 /* Common subexpression elimination of pure ops, scoped by dominance

@@ -65,13 +65,16 @@ Test(interp, vector_add_masked) {
 
 Test(interp, error_load_past_the_end) {
   enum { N = 100 };
-  float x[N], y[2 * VBLOCK], z[2 * VBLOCK];
-  memset(x, 0, sizeof x);
+  /* x is followed by unregistered padding, so the access past its end
+   * cannot land in another registered buffer that happens to follow it. */
+  float xpad[N + 2 * VBLOCK], y[2 * VBLOCK], z[2 * VBLOCK];
+  float *x = xpad;
+  memset(xpad, 0, sizeof xpad);
   memset(y, 0, sizeof y);
   K k;
   build_vadd(&k, false);
   InterpArg args[] = {aptr(z), aptr(x), aptr(y), aint(N)};
-  Buf bufs[] = {{z, sizeof z, "z"}, {x, sizeof x, "x"}, {y, sizeof y, "y"}};
+  Buf bufs[] = {{z, sizeof z, "z"}, {x, N * sizeof(float), "x"}, {y, sizeof y, "y"}};
   char *err = run(&k, 2, args, 4, bufs, 3);
   /* Program 1 loads x[64..127]; x[100] is the first element past the end,
    * at element [36] of the tile; x[104] would be 16 bytes past it. */

@@ -504,6 +504,19 @@ Test(fold, arange_of_one_element_and_select_fma) {
   ctx_free(&c);
 }
 
+Test(fold, single_op_entry_point) {
+  Ctx c;
+  ctx_init_xp(&c, SK_U8);
+  Value *k = cint(&c, c.b, sc(SK_U8), 250);
+  Value *s = op2(&c, c.b, OP_ADD, sc(SK_U8), k, cint(&c, c.b, sc(SK_U8), 10));
+  cr_assert(pass_fold_op(s->def));
+  cr_assert_eq(const_ival(s), 4); /* 260 mod 256 */
+  cr_assert_not(pass_fold_op(s->def), "already a const");
+  Value *t = op2(&c, c.b, OP_ADD, sc(SK_U8), k, param(&c, 0));
+  cr_assert_not(pass_fold_op(t->def));
+  ctx_free(&c);
+}
+
 /* ---- canon ------------------------------------------------------------- */
 
 Test(canon, integer_identities_disappear) {
