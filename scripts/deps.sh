@@ -3,7 +3,7 @@
 # when they are all present). The CUDA 13.0 toolkit is expected in
 # /usr/local/cuda and is not installed here.
 set -euo pipefail
-packages=(gcc meson ninja-build pkg-config re2c libcriterion-dev llvm-19-dev
+packages=(gcc g++ meson ninja-build pkg-config re2c libcriterion-dev llvm-19-dev
           libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3)
 missing=()
 for p in "${packages[@]}"; do

@@ -93,7 +93,12 @@ static int parse_options(int argc, char **argv, Options *o) {
       fputs(usage_text, stdout);
       return EXIT_OK;
     } else if (!strcmp(a, "--version")) {
-      printf("tilec %s\n", TILEC_VERSION);
+#ifdef TILE_HAVE_LLVM
+      char llvm[32];
+      printf("tilec %s (LLVM %s)\n", TILEC_VERSION, tc_llvm_version(llvm, sizeof llvm));
+#else
+      printf("tilec %s (built without LLVM)\n", TILEC_VERSION);
+#endif
       return EXIT_OK;
     } else if (!strcmp(a, "-k") || !strcmp(a, "--kernel") || !strcmp(a, "-o") || !strcmp(a, "-D")) {
       if (i + 1 >= argc) return usage_error("option '%s' needs an argument", a);

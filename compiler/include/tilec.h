@@ -104,6 +104,11 @@ typedef struct tc_buffer {
 bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
                   const tc_buffer *buffers, int nbuffers, uint64_t max_steps, char **error);
 
+#ifdef TILE_HAVE_LLVM
+/* The version of the LLVM linked in ("19.1.7"), written into buf. */
+const char *tc_llvm_version(char *buf, size_t size);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -457,7 +457,10 @@ static bool int64_of(Parser *p, const Tok *t, int64_t *out) {
     fail(p, t->loc, "integer out of range");
     return false;
   }
-  *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+  if (neg && mag == (uint64_t)INT64_MAX + 1)
+    *out = INT64_MIN;
+  else
+    *out = neg ? -(int64_t)mag : (int64_t)mag;
   return true;
 }
 

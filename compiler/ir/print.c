@@ -6,15 +6,28 @@
  *
  *   module "softmax.tile"
  *
- *   kernel @k(%x: *f32 align(16), %n: i32) consts(B: i32 = 64) warps(4) @1:1 {
+ *   kernel @k(%p: *f32 align(16), %n: i32, %c: i1) consts(B: i32 = 64) warps(4) @1:1 {
  *     %0 = program_id {axis = 0} : i32 @3:16
  *     %1 = const 1.0 : f32[64] @4:9
- *     %2, %3 = for %4 = %a to %b step %c iter(%5 = %x0, %6 = %y0) {stages = 3} @5:3 {
+ *     %2, %3 = for %4 = %0 to %n step %0 iter(%5 = %1, %6 = %n) {stages = 3} @5:3 {
  *       yield %5, %6 @5:3
+ *     }
+ *     %7 = if %c -> i32 @6:3 {
+ *       yield %n @6:3
+ *     } else {
+ *       yield %3 @6:3
+ *     }
+ *     %8 = while (%9 = %n) @7:3 {
+ *       %10 = cmp_gt %9, %0 : i1 @7:9
+ *       yield %10 @7:3
+ *     } do (%11) {
+ *       yield %11 @7:3
  *     }
  *     return @9:1
  *   }
  *
+ * (the arguments of a while's second region are listed after `do`; a for
+ * without loop-carried values leaves out `iter(...)`).
  * Kernel parameters print by name; every other value is renumbered %0, %1,
  * ... in textual order (an op's results, then per region its arguments and
  * its ops), overwriting Value.id.  The printer never fails: IR that the

@@ -160,7 +160,7 @@ static void check_elementwise(Verifier *v, const Op *op) {
       return;
     }
   ElemClass c = elem_class((OpKind)op->kind);
-  const char *need;
+  const char *need = "";
   if (!class_accepts(c, a, &need)) {
     report(v, op, "operand type must be %s, got %s", need, tt(a).s);
     return;
@@ -542,8 +542,13 @@ static void check_for(Verifier *v, const Op *op) {
            tt(hi).s, tt(st).s);
     return;
   }
-  for (int i = 0; i < IR_MAX_ATTRS; i++)
-    if (op->attr[i] < 0) report(v, op, "attribute %d is negative (%lld)", i, (long long)op->attr[i]);
+  const char *name = op_info[OP_FOR].attrs;
+  for (int i = 0; *name && i < IR_MAX_ATTRS; i++) {
+    int len = (int)strcspn(name, ",");
+    if (op->attr[i] < 0)
+      report(v, op, "%.*s must be >= 0, got %lld", len, name, (long long)op->attr[i]);
+    name += len + (name[len] == ',' ? 1 : 0);
+  }
   check_results_match(v, op, 3);
   const Block *body = &op->regions[0];
   if (body->nargs >= 1 && !type_eq(body->args[0].type, lo))
