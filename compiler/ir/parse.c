@@ -46,6 +46,9 @@
 /* Bits per entry of trans's packed perm attribute, and the largest entry. */
 #define PARSE_PERM_BITS 4
 #define PARSE_PERM_MAX 15
+/* Numbers in warp_specialize(producers, consumers, producer_registers,
+ * consumer_registers). */
+#define PARSE_WARP_SPEC_FIELDS 4
 
 /* ---- tokens ------------------------------------------------------------- */
 
@@ -403,7 +406,7 @@ static bool accept_punct(Parser *p, char c) {
 
 static bool expect_punct(Parser *p, char c) {
   if (accept_punct(p, c)) return true;
-  char what[8] = {'\'', c, '\'', 0};
+  char what[] = {'\'', c, '\'', 0};
   fail_expected(p, what);
   return false;
 }
@@ -1175,9 +1178,9 @@ static void parse_const_info(Parser *p, ConstList *consts) {
   } while (0)
 
 static void parse_warp_spec(Parser *p, WarpSpec *ws) {
-  int64_t v[4] = {0};
+  int64_t v[PARSE_WARP_SPEC_FIELDS] = {0};
   if (!expect_punct(p, '(')) return;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < PARSE_WARP_SPEC_FIELDS; i++)
     if ((i && !expect_punct(p, ',')) || !parse_int_in(p, INT32_MIN, INT32_MAX, &v[i])) return;
   if (!expect_punct(p, ')')) return;
   *ws = (WarpSpec){(int)v[0], (int)v[1], (int)v[2], (int)v[3]};

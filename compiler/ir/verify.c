@@ -25,6 +25,8 @@
 #define VERIFY_MAX_MESSAGE 320
 /* Room for one type string (see print.c). */
 #define VERIFY_TYPE_BUF 96
+/* Room for a label like "region 1 argument". */
+#define VERIFY_LABEL_BUF 32
 /* Bits per entry of trans's packed perm attribute. */
 #define VERIFY_PERM_BITS 4
 /* Number of program_id / num_programs axes (x, y, z). */
@@ -716,7 +718,7 @@ static void verify_block(Verifier *v, const Block *b);
 static void verify_regions(Verifier *v, const Op *op) {
   for (int r = 0; r < op->nregions; r++) {
     const Block *region = &op->regions[r];
-    char what[32];
+    char what[VERIFY_LABEL_BUF];
     snprintf(what, sizeof what, "region %d argument", r);
     if (region->parent != op) report(v, op, "region %d is not linked to its op", r);
     value_types_valid(v, op, region->args, region->nargs, what);

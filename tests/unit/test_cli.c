@@ -1,0 +1,505 @@
+/* test_cli.c - the tilec command-line driver (compiler/driver/main.c and
+ * run.c), run as a separate process.
+ *
+ * Scripts and build systems depend on the driver's contract more than on
+ * its wording: the exit status (0 success, 1 errors in the source, 2 bad
+ * usage), diagnostics on stderr in the "file:line:col: error:" form with
+ * the source line and a caret, --emit output on stdout or in the -o file,
+ * and `tilec run` running a kernel in the interpreter with --arg inputs and
+ * printing one summary line per buffer. These tests spawn the built binary
+ * (its path in the environment variable TILEC, default
+ * build/compiler/tilec, relative to the working directory) with
+ * posix_spawn, capture stdout and stderr in files of a private temporary
+ * directory, and check the status and the output.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../compiler/include/tilec.h"
+
+extern char **environ;
+
+/* ---- harness ------------------------------------------------------------ */
+
+#define MAX_PATHS 64
+
+static char tmpdir[64];
+static char *created[MAX_PATHS]; /* files to remove at the end */
+static int ncreated;
+
+static const char *tilec_path(void) {
+  const char *p = getenv("TILEC");
+  return p && *p ? p : "build/compiler/tilec";
+}
+
+/* A path inside the test's temporary directory (remembered for cleanup). */
+static const char *tmp_path(const char *name) {
+  cr_assert_lt(ncreated, MAX_PATHS);
+  size_t n = strlen(tmpdir) + strlen(name) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", tmpdir, name);
+  created[ncreated++] = p;
+  return p;
+}
+
+static const char *write_file(const char *name, const char *text) {
+  const char *path = tmp_path(name);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f, "cannot create %s", path);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+/* The whole file (malloc'd, NUL terminated); NULL if it cannot be read. */
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  size_t got;
+  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
+  }
+  fclose(f);
+  buf[n] = 0;
+  if (len) *len = n;
+  return buf;
+}
+
+static void setup(void) {
+  strcpy(tmpdir, "/tmp/tilec_cli_XXXXXX");
+  cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp failed");
+  ncreated = 0;
+}
+
+static void teardown(void) {
+  for (int i = ncreated - 1; i >= 0; i--) {
+    remove(created[i]);
+    free(created[i]);
+  }
+  ncreated = 0;
+  rmdir(tmpdir);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown);
+
+typedef struct Result {
+  int status; /* exit status; 128 + signal number if killed */
+  char *out, *err;
+} Result;
+
+/* Runs tilec with args (NULL terminated, without argv[0]); stdin is
+ * /dev/null, stdout and stderr are captured. */
+static Result run_argv(const char *const *args) {
+  static int serial;
+  char name[32];
+  snprintf(name, sizeof name, "stdout.%d", serial);
+  const char *out_path = tmp_path(name);
+  snprintf(name, sizeof name, "stderr.%d", serial++);
+  const char *err_path = tmp_path(name);
+
+  const char *argv[64];
+  int argc = 0;
+  argv[argc++] = tilec_path();
+  for (int i = 0; args[i]; i++) {
+    cr_assert_lt(argc, 63);
+    argv[argc++] = args[i];
+  }
+  argv[argc] = NULL;
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  cr_assert_eq(rc, 0, "cannot run %s (set TILEC to the tilec binary): %s", argv[0], strerror(rc));
+  int ws;
+  cr_assert_eq(waitpid(pid, &ws, 0), pid);
+  Result r;
+  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+  r.out = read_file(out_path, NULL);
+  r.err = read_file(err_path, NULL);
+  cr_assert(r.out && r.err);
+  return r;
+}
+
+#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+
+static void result_free(Result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void expect_status(const Result *r, int status) {
+  cr_expect_eq(r->status, status, "exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s", r->status, status, r->out,
+               r->err);
+}
+
+static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* ---- kernels ------------------------------------------------------------ */
+
+static const char good_src[] = "// z = x + y, BLOCK elements per program\n"
+                               "kernel add(z: *f32, x: *f32, y: *f32, n: i32, const BLOCK: i32 = 64) {\n"
+                               "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+                               "    let m = i < n;\n"
+                               "    store(z + i, load(x + i, m) + load(y + i, m), m);\n"
+                               "}\n";
+
+static const char bad_src[] = "kernel k(n: i32) {\n"
+                              "    let x = n + ;\n"
+                              "}\n";
+
+/* Stores 64 elements whatever the buffer's size. */
+static const char oob_src[] = "kernel fill(z: *f32) {\n"
+                              "    let i = arange(0, 64);\n"
+                              "    store(z + i, 1.0);\n"
+                              "}\n";
+
+static const char two_src[] = "kernel one(p: *i32) { store(p + arange(0, 4), 1); }\n"
+                              "kernel two(p: *i32) { store(p + arange(0, 4), 2); }\n";
+
+/* ---- compiling ------------------------------------------------------------ */
+
+Test(cli, good_file_exits_0_silently) {
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN(f);
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "");
+  cr_expect_str_eq(r.err, "");
+  result_free(&r);
+}
+
+Test(cli, source_error_exits_1_with_caret) {
+  const char *f = write_file("bad.tile", bad_src);
+  Result r = RUN(f);
+  expect_status(&r, 1);
+  cr_expect_str_eq(r.out, "");
+  char expected[512];
+  snprintf(expected, sizeof expected,
+           "%s:2:17: error: expected an expression, found ';'\n"
+           "        let x = n + ;\n"
+           "                    ^\n",
+           f);
+  cr_expect_str_eq(r.err, expected);
+  result_free(&r);
+}
+
+Test(cli, semantic_error_exits_1) {
+  const char *f = write_file("sem.tile", "kernel k() {\n    let x = y;\n}\n");
+  Result r = RUN(f);
+  expect_status(&r, 1);
+  char expected[256];
+  snprintf(expected, sizeof expected, "%s:2:13: error: unknown name 'y'\n", f);
+  cr_expect(starts_with(r.err, expected), "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, "\n        let x = y;\n                ^\n") != NULL, "no caret in:\n%s", r.err);
+  result_free(&r);
+}
+
+Test(cli, define_values) {
+  const char *f = write_file("add.tile", good_src);
+  /* Both spellings of -D; a good value compiles, a bad one is a source error. */
+  Result r = RUN(f, "-D", "BLOCK=128");
+  expect_status(&r, 0);
+  result_free(&r);
+  r = RUN(f, "-DBLOCK=32");
+  expect_status(&r, 0);
+  result_free(&r);
+  r = RUN(f, "-D", "BLOCK=100");
+  expect_status(&r, 1);
+  char expected[256];
+  snprintf(expected, sizeof expected, "%s:3:37: error: arange() length 100 is not a power of two\n", f);
+  cr_expect(starts_with(r.err, expected), "stderr:\n%s", r.err);
+  result_free(&r);
+  /* -D of a name no kernel has is an error too (without a location). */
+  r = RUN(f, "-D", "NOPE=1");
+  expect_status(&r, 1);
+  snprintf(expected, sizeof expected, "%s: error: -D NOPE: no kernel in this file has a const parameter named 'NOPE'\n",
+           f);
+  cr_expect_str_eq(r.err, expected);
+  result_free(&r);
+}
+
+Test(cli, unknown_kernel_is_a_source_error) {
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN(f, "-k", "nope");
+  expect_status(&r, 1);
+  char expected[256];
+  snprintf(expected, sizeof expected, "%s: error: no kernel named 'nope' in this file\n", f);
+  cr_expect_str_eq(r.err, expected);
+  result_free(&r);
+  r = RUN(f, "--kernel", "add");
+  expect_status(&r, 0);
+  result_free(&r);
+}
+
+Test(cli, emit_ast_and_tokens) {
+  const char *f = write_file("small.tile", "kernel k(n: i32) { let x = n + 1; }\n");
+  Result r = RUN(f, "--emit=ast");
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "(kernel k (n i32)\n  (let x _ (+ n 1))\n)\n");
+  cr_expect_str_eq(r.err, "");
+  result_free(&r);
+  r = RUN(f, "--emit=tokens");
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.out, "1:1 KW_KERNEL kernel\n1:8 IDENT k\n1:9 LPAREN (\n"), "stdout:\n%s", r.out);
+  cr_expect(strstr(r.out, "1:32 INT 1\n") && strstr(r.out, "2:1 EOF\n"), "stdout:\n%s", r.out);
+  result_free(&r);
+}
+
+Test(cli, emit_tokens_of_a_bad_file_still_exits_1) {
+  /* Tokens are printed even though the file does not compile. */
+  const char *f = write_file("bad.tile", bad_src);
+  Result r = RUN(f, "--emit=tokens");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.out, "2:17 SEMI ;\n") != NULL, "stdout:\n%s", r.out);
+  cr_expect(strstr(r.err, ":2:17: error: expected an expression, found ';'") != NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+}
+
+Test(cli, emit_ir) {
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN(f, "--emit=ir");
+  expect_status(&r, 0);
+  cr_expect(strstr(r.out, "kernel @add(%z: *f32, %x: *f32, %y: *f32, %n: i32) consts(BLOCK: i32 = 64)") != NULL,
+            "stdout:\n%s", r.out);
+  result_free(&r);
+  /* A bad file prints no IR. */
+  f = write_file("bad.tile", bad_src);
+  r = RUN(f, "--emit=ir");
+  expect_status(&r, 1);
+  cr_expect_str_eq(r.out, "");
+  result_free(&r);
+}
+
+Test(cli, output_file) {
+  const char *f = write_file("small.tile", "kernel k(n: i32) { let x = n + 1; }\n");
+  const char *o = tmp_path("out.ast");
+  Result r = RUN(f, "--emit=ast", "-o", o);
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "");
+  char *text = read_file(o, NULL);
+  cr_assert_not_null(text, "no output file");
+  cr_expect_str_eq(text, "(kernel k (n i32)\n  (let x _ (+ n 1))\n)\n");
+  free(text);
+  result_free(&r);
+}
+
+Test(cli, options_after_the_file) {
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN("-O0", "--verify-each", f, "--emit=ir", "-D", "BLOCK=16");
+  expect_status(&r, 0);
+  cr_expect(strstr(r.out, "consts(BLOCK: i32 = 16)") != NULL, "stdout:\n%s", r.out);
+  result_free(&r);
+}
+
+/* ---- usage ----------------------------------------------------------------- */
+
+Test(cli, help_and_version_exit_0) {
+  Result r = RUN("--help");
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.out, "usage: tilec FILE.tile [options]"), "stdout:\n%s", r.out);
+  cr_expect(strstr(r.out, "Exit status: 0 success, 1 errors in the source, 2 bad usage.") != NULL);
+  cr_expect_str_eq(r.err, "");
+  result_free(&r);
+  r = RUN("-h");
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.out, "usage: tilec"));
+  result_free(&r);
+  r = RUN("--version");
+  expect_status(&r, 0);
+  /* "tilec VERSION", maybe followed by build details, on one line. */
+  cr_expect(starts_with(r.out, "tilec " TILEC_VERSION) && strchr(r.out, '\n') == r.out + strlen(r.out) - 1,
+            "stdout:\n%s", r.out);
+  result_free(&r);
+  r = RUN("run", "--help");
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.out, "usage: tilec run FILE.tile"), "stdout:\n%s", r.out);
+  result_free(&r);
+}
+
+/* Asserts exit status 2 and the first line of stderr. */
+static void expect_usage(Result r, const char *first_line) {
+  expect_status(&r, 2);
+  size_t n = strcspn(r.err, "\n");
+  cr_expect(strlen(first_line) == n && strncmp(r.err, first_line, n) == 0, "stderr:\n%s\nexpected first line:\n%s",
+            r.err, first_line);
+  cr_expect_str_eq(r.out, "");
+  result_free(&r);
+}
+
+Test(cli, usage_errors_exit_2) {
+  const char *f = write_file("add.tile", good_src);
+  expect_usage(RUN(f, "--bogus"), "tilec: unknown option '--bogus'");
+  expect_usage(RUN(f, "--emit=asm"), "tilec: unknown --emit stage 'asm' (expected tokens, ast or ir)");
+  expect_usage(RUN(f, "-D"), "tilec: option '-D' needs an argument");
+  expect_usage(RUN(f, "-D", "BLOCK"), "tilec: -D needs NAME=VALUE, got 'BLOCK'");
+  expect_usage(RUN(f, "-DBLOCK="), "tilec: -D needs NAME=VALUE, got 'BLOCK='");
+  expect_usage(RUN(f, "-D", "=5"), "tilec: -D needs NAME=VALUE, got '=5'");
+  expect_usage(RUN(f, "-k"), "tilec: option '-k' needs an argument");
+  expect_usage(RUN(f, "-o"), "tilec: option '-o' needs an argument");
+  char msg[256];
+  snprintf(msg, sizeof msg, "tilec: more than one input file ('%s')", f);
+  expect_usage(RUN(f, f), msg);
+}
+
+Test(cli, no_input_file_exits_2) {
+  Result r = RUN("-O0");
+  expect_status(&r, 2);
+  cr_expect(starts_with(r.err, "tilec: no input file\n"), "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, "tilec --help") != NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+  r = run_argv((const char *const[]){NULL});
+  expect_status(&r, 2);
+  result_free(&r);
+}
+
+Test(cli, nonexistent_file_exits_2) {
+  const char *f = tmp_path("missing.tile");
+  Result r = RUN(f);
+  expect_status(&r, 2);
+  char expected[256];
+  snprintf(expected, sizeof expected, "tilec: cannot open '%s': No such file or directory\n", f);
+  cr_expect_str_eq(r.err, expected);
+  result_free(&r);
+}
+
+/* ---- tilec run ------------------------------------------------------------- */
+
+Test(cli, run_prints_buffer_summaries) {
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=range:100", "--arg", "y=range:100",
+                 "--arg", "n=100");
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "z: f32[100] min=0 max=198 mean=99 nan=0\n"
+                          "x: f32[100] min=0 max=99 mean=49.5 nan=0\n"
+                          "y: f32[100] min=0 max=99 mean=49.5 nan=0\n");
+  cr_expect_str_eq(r.err, "");
+  result_free(&r);
+}
+
+Test(cli, run_masks_the_tail) {
+  /* n = 70: the second program's lanes past 70 must not be written. */
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN("run", f, "-D", "BLOCK=32", "--grid", "4", "--arg", "z=zeros:100", "--arg", "x=range:100", "--arg",
+                 "y=range:100", "--arg", "n=70");
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.out, "z: f32[100] min=0 max=138 mean=48.3 nan=0\n"), "stdout:\n%s", r.out);
+  result_free(&r);
+}
+
+Test(cli, run_dump_and_seed) {
+  const char *f = write_file("add.tile", good_src);
+  const char *dir = tmp_path("dump");
+  const char *zbin = tmp_path("dump/z.bin");
+  tmp_path("dump/x.bin");
+  tmp_path("dump/y.bin");
+  Result a = RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=rand:100", "--arg", "y=range:100",
+                 "--arg", "n=100", "--seed", "7", "--dump", dir);
+  expect_status(&a, 0);
+  size_t len;
+  char *z = read_file(zbin, &len);
+  cr_assert_not_null(z, "no %s", zbin);
+  cr_expect_eq(len, 100 * sizeof(float));
+  /* y = range: z[i] - i is x[i], in [-1, 1). */
+  for (int i = 0; i < 100 && len == 400; i++) {
+    float v;
+    memcpy(&v, z + 4 * i, 4);
+    cr_expect(v - (float)i >= -1.0f && v - (float)i < 1.0f, "z[%d] = %g", i, v);
+  }
+  free(z);
+  /* The same seed gives the same inputs, another seed others. */
+  Result b = RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=rand:100", "--arg", "y=range:100",
+                 "--arg", "n=100", "--seed", "7");
+  Result c = RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=rand:100", "--arg", "y=range:100",
+                 "--arg", "n=100", "--seed", "8");
+  expect_status(&b, 0);
+  expect_status(&c, 0);
+  cr_expect_str_eq(a.out, b.out);
+  cr_expect_str_neq(a.out, c.out);
+  result_free(&a);
+  result_free(&b);
+  result_free(&c);
+}
+
+Test(cli, run_out_of_bounds_exits_1_with_location) {
+  const char *f = write_file("oob.tile", oob_src);
+  Result r = RUN("run", f, "--grid", "1", "--arg", "z=zeros:10");
+  expect_status(&r, 1);
+  char prefix[256];
+  snprintf(prefix, sizeof prefix, "%s:3:5: error: out-of-bounds store of f32", f);
+  cr_expect(starts_with(r.err, prefix), "stderr:\n%s\nexpected it to start with:\n%s", r.err, prefix);
+  cr_expect(strstr(r.err, "buffer 'z' (40 bytes)") != NULL, "stderr:\n%s", r.err);
+  cr_expect_str_eq(r.out, "", "no summaries after a failed run");
+  result_free(&r);
+  /* A buffer large enough makes the same kernel run. */
+  r = RUN("run", f, "--grid", "1", "--arg", "z=zeros:64");
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "z: f32[64] min=1 max=1 mean=1 nan=0\n");
+  result_free(&r);
+}
+
+Test(cli, run_source_error_exits_1) {
+  const char *f = write_file("bad.tile", bad_src);
+  Result r = RUN("run", f, "--grid", "1", "--arg", "n=1");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, ":2:17: error: expected an expression, found ';'") != NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+}
+
+Test(cli, run_usage_errors_exit_2) {
+  const char *f = write_file("add.tile", good_src);
+  expect_usage(RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=range:100", "--arg", "y=range:100"),
+               "tilec run: missing --arg for parameter 'n'");
+  expect_usage(RUN("run", f, "--arg", "z=zeros:100"), "tilec run: --grid is required");
+  expect_usage(RUN("run", f, "--grid", "0"), "tilec run: --grid needs X[,Y[,Z]] with positive sizes, got '0'");
+  expect_usage(RUN("run", f, "--grid", "1,2,3,4"),
+               "tilec run: --grid needs X[,Y[,Z]] with positive sizes, got '1,2,3,4'");
+  expect_usage(RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=range:100", "--arg", "y=range:100",
+                   "--arg", "n=100", "--arg", "q=1"),
+               "tilec run: kernel has no runtime parameter 'q'");
+  expect_usage(RUN("run", f, "--grid", "2", "--arg", "z=zeros:100", "--arg", "x=range:100", "--arg", "y=range:100",
+                   "--arg", "n=abc"),
+               "tilec run: bad value for scalar parameter 'n'");
+  expect_usage(RUN("run", f, "--grid", "2", "--arg", "z=ones:100", "--arg", "x=range:100", "--arg", "y=range:100",
+                   "--arg", "n=1"),
+               "tilec run: bad buffer for 'z' (expected rand:N, zeros:N, range:N or file:PATH; descriptors need a "
+               "shape of their rank, e.g. rand:64x32)");
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", "noequals"), "tilec run: --arg needs NAME=VALUE, got 'noequals'");
+  expect_usage(RUN("run", f, "--grid"), "tilec run: option '--grid' needs an argument");
+  expect_usage(RUN("run", f, "--bogus"), "tilec run: unknown option '--bogus'");
+  expect_usage(RUN("run", "--grid", "1"), "tilec run: no input file");
+}
+
+Test(cli, run_needs_k_with_several_kernels) {
+  const char *f = write_file("two.tile", two_src);
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", "p=zeros:4"),
+               "tilec run: the file has several kernels; choose one with -k");
+  Result r = RUN("run", f, "-k", "two", "--grid", "1", "--arg", "p=zeros:4");
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "p: i32[4] min=2 max=2 mean=2 nan=0\n");
+  result_free(&r);
+}
+
+Test(cli, run_nonexistent_file_exits_2) {
+  const char *f = tmp_path("missing.tile");
+  Result r = RUN("run", f, "--grid", "1");
+  expect_status(&r, 2);
+  cr_expect(starts_with(r.err, "tilec: cannot open '"), "stderr:\n%s", r.err);
+  result_free(&r);
+}
