@@ -23,7 +23,7 @@ static const char run_usage[] =
     "\n"
     "Runs a kernel in the interpreter. Every runtime parameter needs an --arg:\n"
     "  scalars:      a number (or true/false)                  --arg n=1000\n"
-    "  pointers:     rand:N  uniform in [-1, 1) (integers: [-100, 100))\n"
+    "  pointers:     rand:N  uniform in [-1, 1) (signed integers: [-100, 100), unsigned: [0, 200))\n"
     "                zeros:N  range:N (0, 1, 2, ...)  file:PATH (raw little-endian data)\n"
     "  descriptors:  the same with a shape, e.g. rand:128x64 (row-major)\n"
     "options:\n"
@@ -31,6 +31,8 @@ static const char run_usage[] =
     "  --seed N           seed for rand: buffers (default 1)\n"
     "  --dump DIR         write every buffer to DIR/NAME.bin after the run\n"
     "  --max-steps N      stop after N element operations (default: the interpreter's limit)\n"
+    "  -O0                run the unoptimized IR (every load and division is executed and checked,\n"
+    "                     also those whose results are unused)\n"
     "Prints one summary line per buffer (min, max, mean, NaN count).\n";
 
 typedef struct RunArg {
@@ -49,6 +51,7 @@ typedef struct RunOptions {
   const char *file, *kernel, *dump;
   int64_t grid[3];
   uint64_t seed, max_steps;
+  bool no_opt;
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
   RunArg args[RUN_MAX_PARAMS];
@@ -108,6 +111,7 @@ static int parse_run_options(int argc, char **argv, RunOptions *o) {
     } else if (!strcmp(a, "--max-steps")) {
       if (!parse_u64(v, &o->max_steps) || !o->max_steps) return run_usage_error("--max-steps needs a positive integer, got '%s'", v);
     } else if (!strcmp(a, "--dump")) o->dump = v;
+    else if (!strcmp(a, "-O0")) o->no_opt = true;
     else if (!strcmp(a, "-D") || (!strncmp(a, "-D", 2) && a[2])) {
       const char *d = a[2] ? a + 2 : v;
       if (o->ndefines == CLI_MAX_DEFINES || !cli_parse_define(d, &o->defines[o->ndefines]))
@@ -179,7 +183,9 @@ static bool fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, Buff
     double v = rng_range ? (double)i : 0;
     if (rnd) {
       uint64_t r = next_random(rng);
-      v = scalar_is_float(k) ? (double)(r >> 11) * 0x1p-52 - 1.0 : (double)(int64_t)(r % 200) - 100;
+      v = scalar_is_float(k)   ? (double)(r >> 11) * 0x1p-52 - 1.0
+          : scalar_is_signed(k) ? (double)(int64_t)(r % 200) - 100
+                                : (double)(r % 200);
     }
     Slot s;
     if (scalar_is_float(k)) s.f = num_round_float(v, k);
@@ -187,6 +193,14 @@ static bool fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, Buff
     num_store((char *)b->data + (size_t)i * (size_t)p->elem_bytes, s, k);
   }
   return true;
+}
+
+/* Whether v fits a signed or unsigned integer of `bytes` bytes. */
+static bool int_in_range(int64_t v, int bytes, bool is_signed) {
+  if (bytes >= 8) return true;
+  int bits = 8 * bytes;
+  if (is_signed) return v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1));
+  return (uint64_t)v < (UINT64_C(1) << bits);
 }
 
 static bool set_scalar(const char *spec, const tc_param *p, tc_arg *a) {
@@ -206,7 +220,8 @@ static bool set_scalar(const char *spec, const tc_param *p, tc_arg *a) {
   } else {
     a->i = strtoll(spec, &end, 0);
   }
-  return end != spec && !*end && !errno;
+  if (end == spec || *end || errno) return false;
+  return p->kind == TC_PARAM_FLOAT || int_in_range(a->i, p->elem_bytes, p->elem_signed);
 }
 
 static void summarize(const char *name, const tc_param *p, const Buffer *b) {
@@ -313,7 +328,7 @@ int cli_run(int argc, char **argv) {
     char *src = cli_read_file(o.file, &len);
     rc = EXIT_USAGE;
     if (src) {
-      tc_options opt = {o.kernel, o.defines, o.ndefines, false, false};
+      tc_options opt = {o.kernel, o.defines, o.ndefines, o.no_opt, false};
       tc_compilation *c = tc_compile(o.file, src, len, &opt);
       free(src);
       if (tc_error_count(c)) {

@@ -140,16 +140,23 @@ static const unsigned char *lex_string(Lexer *lx, const unsigned char *p) {
   return p;
 }
 
-/* Copies the literal's digits without '_' separators; rejects a separator
- * that is not between two digits. */
-static bool strip_separators(const unsigned char *s, const unsigned char *e, char *out, size_t cap) {
+static bool is_digit_of(unsigned char c, int base) {
+  if (base == 16) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+  if (base == 2) return c == '0' || c == '1';
+  return c >= '0' && c <= '9';
+}
+
+/* Copies the literal without '_' separators; a separator must stand between
+ * two digits of the literal's base (not next to a 0x/0b prefix, a '.', or an
+ * exponent). `prefix` is 2 for 0x/0b literals, else 0. */
+static bool strip_separators(const unsigned char *s, const unsigned char *e, int base, int prefix, char *out,
+                             size_t cap) {
   size_t n = 0;
   for (const unsigned char *p = s; p < e; p++) {
     if (*p == '_') {
-      bool digit_before = p > s && p[-1] != '_' && p[-1] != '.' && p[-1] != 'x' && p[-1] != 'X' &&
-                          p[-1] != 'b' && p[-1] != 'B';
-      bool digit_after = p + 1 < e && p[1] != '_' && p[1] != '.' && p[1] != 'e' && p[1] != 'E';
-      if (!digit_before || !digit_after) return false;
+      bool before = p - s > prefix && is_digit_of(p[-1], base);
+      bool after = p + 1 < e && is_digit_of(p[1], base);
+      if (!before || !after) return false;
       continue;
     }
     if (n + 1 >= cap) return false;
@@ -166,7 +173,7 @@ static bool strip_separators(const unsigned char *s, const unsigned char *e, cha
 static void lex_int(Lexer *lx, const unsigned char *s, const unsigned char *e, int base) {
   Token *t = push(lx, TOK_INT, s, e);
   char digits[LEX_MAX_NUMBER + 1];
-  if (!strip_separators(s, e, digits, sizeof digits)) {
+  if (!strip_separators(s, e, base, base == 10 ? 0 : 2, digits, sizeof digits)) {
     diag_error(lx->diags, t->loc, "invalid integer literal '%.*s'", (int)(e - s), (const char *)s);
     t->kind = TOK_ERROR;
     return;
@@ -188,7 +195,7 @@ static void lex_int(Lexer *lx, const unsigned char *s, const unsigned char *e, i
 static void lex_float(Lexer *lx, const unsigned char *s, const unsigned char *e) {
   Token *t = push(lx, TOK_FLOAT, s, e);
   char digits[LEX_MAX_NUMBER + 1];
-  if (!strip_separators(s, e, digits, sizeof digits)) {
+  if (!strip_separators(s, e, 10, 0, digits, sizeof digits)) {
     diag_error(lx->diags, t->loc, "invalid float literal '%.*s'", (int)(e - s), (const char *)s);
     t->kind = TOK_ERROR;
     return;

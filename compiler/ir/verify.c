@@ -352,8 +352,9 @@ static void check_dot(Verifier *v, const Op *op) {
            tt(c).s);
     return;
   }
-  if (!type_elem_eq(a, b) || !is_num(a)) {
-    report(v, op, "a and b must have one number element type (%s and %s)", tt(a).s, tt(b).s);
+  bool fp8_pair = (a.kind == SK_F8E4M3 || a.kind == SK_F8E5M2) && (b.kind == SK_F8E4M3 || b.kind == SK_F8E5M2);
+  if ((!type_elem_eq(a, b) && !fp8_pair) || !is_num(a)) {
+    report(v, op, "a and b must have one number element type, or both be fp8 (%s and %s)", tt(a).s, tt(b).s);
     return;
   }
   if (!(is_float(a) ? is_float(c) : is_int_not_i1(c))) {

@@ -5,10 +5,14 @@
  * and returns whether it changed anything, so that the pipeline can iterate
  * passes to a fixpoint and tests can check that a pass did (or did not)
  * fire.  New IR memory comes from the arena passed in (the module's arena).
- * The passes keep the program's observable behaviour exactly: constants are
- * computed with numeric.h like the interpreter computes them, and nothing
- * that can fail at run time (integer division by zero) or never end (while
- * loops) is folded, hoisted or deleted into a different outcome.
+ * The passes keep the values a kernel computes and stores exactly: constants
+ * are computed with numeric.h like the interpreter computes them; nothing
+ * that can fail at run time (integer division by zero) is folded or hoisted
+ * into a path that did not execute it, and while loops (which might not end)
+ * are never deleted. Computations whose results are unused are deleted,
+ * loads and integer divisions included: a kernel's result cannot depend on
+ * them, so an out-of-bounds load or a division by zero that feeds nothing is
+ * not executed (and not reported by the interpreter) unless compiled -O0.
  *
  * Passes use Value.repl/ir_apply_replacements for replacement and treat
  * Value.id and Op.scratch as scratch space (their contents are meaningless

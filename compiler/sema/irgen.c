@@ -127,6 +127,11 @@ static void gen_let(Gen *g, Stmt *s) {
     bind(g, s->let.sym, sv_error());
     return;
   }
+  if (v.kind == SV_VOID) {
+    diag_error(g->diags, s->let.init->loc, "this call has no value to bind to '%s'", s->let.name);
+    bind(g, s->let.sym, sv_error());
+    return;
+  }
   if (s->let.type) {
     TType t;
     Value *x = gen_type(g, s->let.type, &t) ? coerce_to(g, v, t, s->let.init->loc, arena_printf(g->arena, "'%s'", s->let.name)) : NULL;
@@ -449,7 +454,16 @@ SVal gen_call_fn(Gen *g, Expr *call) {
   Frame *callee = frame_new(g, fn);
   bool ok = true;
   for (int i = 0; i < fn->nparams; i++) {
-    SVal arg = gen_expr(g, call->call.bound[i]);
+    SVal arg;
+    if (call->call.bound[i]) {
+      arg = gen_expr(g, call->call.bound[i]);
+    } else {
+      /* A default, evaluated where the earlier parameters are bound. */
+      Frame *caller = g->frame;
+      g->frame = callee;
+      arg = gen_expr(g, fn->params[i].default_value);
+      g->frame = caller;
+    }
     ok &= bind_fn_param(g, callee, &fn->params[i], arg, fn->name);
   }
   if (!ok) return sv_error();
@@ -526,12 +540,28 @@ static bool parse_define(Gen *g, Param *p, TType t, const char *text, SVal *out)
     else goto bad;
   } else if (scalar_is_float(k)) {
     double d = strtod(text, &end);
-    if (end == text || *end || errno == ERANGE) goto bad;
+    if (end == text || *end || (errno == ERANGE && (d > 1 || d < -1))) goto bad;
     *out = sv_weak_float(d, loc);
   } else if (scalar_is_int(k)) {
-    long long v = strtoll(text, &end, 0);
-    if (end == text || *end || errno == ERANGE) goto bad;
-    *out = sv_weak_int(v, loc);
+    /* Decimal, 0x hex or 0b binary, as in source (a leading 0 is not octal). */
+    const char *digits = text + (text[0] == '-' || text[0] == '+');
+    int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16
+               : digits[0] == '0' && (digits[1] == 'b' || digits[1] == 'B') ? 2 : 10;
+    const char *num = base == 10 ? digits : digits + 2;
+    if (!*num || *num == '-' || *num == '+' || *num == ' ') goto bad;
+    unsigned long long mag = strtoull(num, &end, base);
+    if (end == num || *end || errno == ERANGE) goto bad;
+    if (text[0] == '-') {
+      if (mag > (unsigned long long)INT64_MAX + 1) goto bad;
+      *out = sv_weak_int((int64_t)(0 - mag), loc);
+    } else if (mag > (unsigned long long)INT64_MAX) {
+      if (k != SK_U64) goto bad;
+      Value *x = emit_const_int(g, type_scalar(SK_U64), (int64_t)mag, loc);
+      *out = sv_value(x, loc);
+      return true;
+    } else {
+      *out = sv_weak_int((int64_t)mag, loc);
+    }
   } else {
     goto bad;
   }
@@ -615,7 +645,7 @@ static bool gen_runtime_param(Gen *g, Param *p, TType *type, ParamInfo *info) {
   info->name = p->name;
   if (!gen_fact(g, p->align, "align", &info->align) || !gen_fact(g, p->multiple_of, "multiple_of", &info->multiple_of))
     return false;
-  if (p->align && type->kind != SK_PTR && type->kind != SK_DESC) {
+  if (p->align && type->kind != SK_PTR) {
     diag_error(g->diags, p->align->loc, "align() applies to pointer parameters, not %s", type_name(g, *type));
     return false;
   }
@@ -645,6 +675,7 @@ static bool gen_kernel_annotations(Gen *g, Item *k, Func *f) {
       diag_error(g->diags, w->loc, "'@warps(%d)' conflicts with '@warp_specialize', which needs %d warps", f->warps, need);
       return false;
     }
+    f->warps = need;
   }
   return true;
 }

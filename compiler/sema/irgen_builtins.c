@@ -198,7 +198,7 @@ static bool atomic_type_ok(BuiltinId id, ScalarKind k) {
   bool is_int = scalar_is_int(k) && k != SK_I1;
   int bits = scalar_bits(k);
   switch (id) {
-  case BI_ATOMIC_ADD: return is_int || k == SK_F16 || k == SK_BF16 || k == SK_F32 || k == SK_F64;
+  case BI_ATOMIC_ADD: return (is_int && bits >= 32) || k == SK_F16 || k == SK_BF16 || k == SK_F32 || k == SK_F64;
   case BI_ATOMIC_MAX:
   case BI_ATOMIC_MIN: return (is_int && bits >= 32) || k == SK_F32 || k == SK_F64;
   case BI_ATOMIC_AND:
@@ -243,6 +243,10 @@ static bool block_offsets(const Call *c, int i, int rank, Value **offs) {
     TType t = sv_type(&o);
     if (o.kind != SV_VALUE || o.weak_float || !scalar_is_int((ScalarKind)t.kind) || t.kind == SK_I1 || t.rank) {
       fail(c, o.loc, "offsets must be integer scalars");
+      return false;
+    }
+    if (!o.weak && scalar_bits((ScalarKind)t.kind) > 32) {
+      fail(c, o.loc, arena_printf(c->g->arena, "offsets are 32-bit; convert this %s with 'as i32'", tn(c, t)));
       return false;
     }
     if (!(offs[k] = gen_convert(c->g, o, SK_I32, o.loc))) return false;
@@ -506,7 +510,11 @@ static SVal bi_expand_dims(const Call *c) {
   if (!x) return sv_error();
   int rank = x->type.rank;
   if (rank >= TILE_MAX_RANK) return fail(c, c->loc, arena_printf(c->g->arena, "tiles have at most %d dimensions", TILE_MAX_RANK));
-  if (!axis_arg(c, 1, rank + 1, &axis)) return sv_error();
+  if (!const_arg(c, 1, &axis, "axis")) return sv_error();
+  if (axis < -(rank + 1) || axis > rank)
+    return fail(c, arg_loc(c, 1), arena_printf(c->g->arena, "axis %lld is out of range: a tile of rank %d has insertion points -%d..%d",
+                                               (long long)axis, rank, rank + 1, rank));
+  if (axis < 0) axis += rank + 1;
   int32_t shape[TILE_MAX_RANK];
   for (int d = 0, s = 0; d <= rank; d++) shape[d] = d == axis ? 1 : x->type.shape[s++];
   return sv_value(emit_attrs(c->g, OP_EXPAND_DIMS, 1, &x, type_with_shape(x->type, rank + 1, shape), &axis, 1, c->loc), c->loc);
@@ -518,8 +526,9 @@ static SVal bi_bitcast(const Call *c) {
   if (!x || !dtype_arg(c, 1, &k)) return sv_error();
   ScalarKind from = (ScalarKind)x->type.kind;
   if (from == SK_DESC || scalar_bits(from) != scalar_bits(k) || from == SK_I1 || k == SK_I1)
-    return fail(c, c->loc, arena_printf(c->g->arena, "needs types of equal bit width (%s is %d bits, %s is %d)", scalar_name(from),
-                                        scalar_bits(from), scalar_name(k), scalar_bits(k)));
+    return fail(c, c->loc, arena_printf(c->g->arena, "needs types of equal bit width, other than i1 (%s has %d bit%s, %s has %d)",
+                                        scalar_name(from), scalar_bits(from), scalar_bits(from) == 1 ? "" : "s",
+                                        scalar_name(k), scalar_bits(k)));
   if (from == k) return sv_value(x, c->loc);
   return sv_value(emit1(c->g, OP_BITCAST, x, type_with_elem(x->type, k), c->loc), c->loc);
 }
@@ -533,7 +542,7 @@ static SVal bi_static_assert(const Call *c) {
   const char *msg = NULL;
   if (has(c, 1)) {
     SVal m = arg(c, 1);
-    if (m.kind != SV_STRING) return fail(c, arg_loc(c, 1), "message must be a string literal");
+    if (m.kind != SV_STRING) return fail(c, arg_loc(c, 1), "message must be a string");
     msg = m.str;
   }
   if (!ok) {

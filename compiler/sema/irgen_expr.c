@@ -143,10 +143,17 @@ Value *gen_convert(Gen *g, SVal s, ScalarKind to, SrcLoc loc) {
     return emit_cast(g, s.v, to, loc);
   }
   if (to == SK_PTR || to == SK_DESC) {
-    diag_error(g->diags, loc, "a number cannot be used as a pointer");
+    diag_error(g->diags, loc, "a number cannot be used as a %s", to == SK_PTR ? "pointer" : "tensor descriptor");
     return NULL;
   }
-  if (scalar_is_float(to)) return weak_as(g, &s, to);
+  if (scalar_is_float(to)) {
+    double v = s.weak_float ? s.weak_f : (double)s.weak_i;
+    if (isfinite(v) && isinf(num_round_float(v, to)) && to != SK_F8E4M3 && to != SK_F8E5M2) {
+      diag_error(g->diags, loc, "literal %g is out of range for %s", v, scalar_name(to));
+      return NULL;
+    }
+    return weak_as(g, &s, to);
+  }
   if (s.weak_float) {
     diag_error(g->diags, loc, "float literal %g cannot be converted implicitly to %s; use 'as %s'", s.weak_f,
                scalar_name(to), scalar_name(to));
@@ -342,7 +349,11 @@ bool gen_const_int_list(Gen *g, SVal s, int32_t *out, int *n, int max, const cha
 
 static bool elem_type_of(Gen *g, const char *name, Symbol *sym, SrcLoc loc, ScalarKind *out) {
   if (sym) {
-    SVal v = g->frame->bound[sym->slot] ? g->frame->slots[sym->slot] : sv_error();
+    if (!g->frame->bound[sym->slot]) {
+      diag_error(g->diags, loc, "type parameter '%s' has no value here (parameters are bound in order)", name);
+      return false;
+    }
+    SVal v = g->frame->slots[sym->slot];
     if (v.kind != SV_TYPE) {
       if (v.kind != SV_ERROR) diag_error(g->diags, loc, "'%s' is not a type", name);
       return false;
@@ -506,7 +517,7 @@ static bool check_operand_kind(Gen *g, TokKind op, ScalarKind k, SrcLoc loc) {
   if (logical && k != SK_I1) why = "i1 (boolean) operands";
   else if (bitwise && !scalar_is_int(k)) why = "integer or i1 operands";
   else if (shift && (!scalar_is_int(k) || k == SK_I1)) why = "integer operands";
-  else if (!logical && !bitwise && !is_cmp && !shift && k == SK_I1) why = "numbers, not i1";
+  else if (!logical && !bitwise && !is_cmp && !shift && k == SK_I1) why = "numbers";
   else if (!is_cmp && (k == SK_F8E4M3 || k == SK_F8E5M2)) why = "f16, bf16, f32 or f64 (fp8 supports only conversions, loads, stores and dot)";
   else if (op == TOK_PERCENT && scalar_is_float(k)) why = "integer operands";
   if (!why) return true;
@@ -524,6 +535,13 @@ SVal gen_binary_op(Gen *g, TokKind op, SVal a, SVal b, SrcLoc loc) {
   if (is_ptr(&a) || is_ptr(&b)) {
     bool both = is_ptr(&a) && is_ptr(&b);
     if (!(both && (op == TOK_EQ || op == TOK_NE))) return gen_ptr_arith(g, op, a, b, loc);
+  }
+  /* fp8 operands are checked before promotion (f8e4m3 + f8e5m2 would
+   * otherwise promote to f16 and pass). */
+  const SVal *ops[2] = {&a, &b};
+  for (int i = 0; i < 2; i++) {
+    ScalarKind k = (ScalarKind)sv_type(ops[i]).kind;
+    if (!ops[i]->weak && (k == SK_F8E4M3 || k == SK_F8E5M2) && !check_operand_kind(g, op, k, loc)) return sv_error();
   }
   Value *x, *y;
   if (is_ptr(&a)) {
@@ -623,7 +641,9 @@ static SVal gen_cast(Gen *g, Expr *e) {
     diag_error(g->diags, e->cast.type->loc, "cannot cast to %s", type_name(g, t));
     return sv_error();
   }
-  Value *v = gen_value(g, a);
+  /* A literal converts from its exact value: through i64 or f64, which
+   * hold every literal, so `0.1 as f64` is the double nearest 0.1. */
+  Value *v = a.kind == SV_VALUE && a.weak ? weak_as(g, &a, a.weak_float ? SK_F64 : SK_I64) : gen_value(g, a);
   if (!v) return sv_error();
   TType from = v->type;
   bool from_ptr = from.kind == SK_PTR, to_ptr = t.kind == SK_PTR;

@@ -111,15 +111,22 @@ static int split_names(Arena *a, const char *list, const char **names) {
 }
 
 /* Binds positional and named arguments to parameter positions given the
- * comma-separated parameter names. Returns NULL after reporting an error. */
+ * comma-separated parameter names; parameters whose bit is set in
+ * `optional` may be left out. Returns NULL after reporting an error. */
 static Expr **bind_args(Resolver *r, const char *what, const char *params, int min_args,
-                        int max_args, const Arg *args, int nargs, SrcLoc loc) {
+                        int max_args, uint32_t optional, const Arg *args, int nargs, SrcLoc loc) {
   const char *names[RESOLVE_MAX_PARAMS];
   int nparams = split_names(r->arena, params, names);
   if (max_args > nparams) max_args = nparams;
   Expr **bound = ARENA_ARRAY(r->arena, Expr *, nparams ? nparams : 1);
   int npos = 0;
+  bool named_seen = false;
   for (int i = 0; i < nargs; i++) {
+    if (!args[i].name && named_seen) {
+      diag_error(r->diags, args[i].value->loc, "a positional argument cannot follow a named argument");
+      return NULL;
+    }
+    named_seen |= args[i].name != NULL;
     if (!args[i].name) {
       if (npos >= max_args) {
         if (min_args == max_args)
@@ -145,8 +152,8 @@ static Expr **bind_args(Resolver *r, const char *what, const char *params, int m
     }
     bound[k] = args[i].value;
   }
-  for (int k = 0; k < min_args; k++) {
-    if (!bound[k]) {
+  for (int k = 0; k < max_args; k++) {
+    if (!bound[k] && !(optional & (1u << k))) {
       diag_error(r->diags, loc, "%s needs argument '%s'", what, names[k]);
       return NULL;
     }
@@ -206,7 +213,9 @@ static void resolve_call(Resolver *r, Expr *e) {
   case SYM_BUILTIN: {
     const BuiltinInfo *bi = &builtin_info[s->id];
     const char *what = arena_printf(r->arena, "'%s'", bi->name);
-    e->call.bound = bind_args(r, what, bi->params, bi->min_args, bi->max_args, e->call.args, e->call.nargs, loc);
+    uint32_t optional = ~((1u << bi->min_args) - 1);
+    e->call.bound = bind_args(r, what, bi->params, bi->min_args, bi->max_args, optional, e->call.args,
+                              e->call.nargs, loc);
     e->call.nbound = bi->max_args;
     break;
   }
@@ -217,7 +226,13 @@ static void resolve_call(Resolver *r, Expr *e) {
       diag_error(r->diags, loc, "function '%s' has more than %d parameters", fn->name, RESOLVE_MAX_PARAMS);
       return;
     }
-    e->call.bound = bind_args(r, what, fn_param_names(r, fn), fn->nparams, fn->nparams, e->call.args,
+    uint32_t optional = 0;
+    int required = 0;
+    for (int k = 0; k < fn->nparams; k++) {
+      if (fn->params[k].default_value) optional |= 1u << k;
+      else required++;
+    }
+    e->call.bound = bind_args(r, what, fn_param_names(r, fn), required, fn->nparams, optional, e->call.args,
                               e->call.nargs, loc);
     e->call.nbound = fn->nparams;
     add_call_edge(r, fn, loc);
@@ -303,7 +318,8 @@ static void resolve_annotations(Resolver *r, Annotation *a, int n, unsigned wher
       if (strcmp(a[k].name, a[i].name) == 0) diag_error(r->diags, a[i].loc, "'@%s' is given twice", a[i].name);
     for (int k = 0; k < a[i].nargs; k++) resolve_expr(r, a[i].args[k].value);
     const char *what = arena_printf(r->arena, "'@%s'", a[i].name);
-    a[i].bound = bind_args(r, what, spec->params, spec->min_args, spec->max_args, a[i].args, a[i].nargs, a[i].loc);
+    a[i].bound = bind_args(r, what, spec->params, spec->min_args, spec->max_args, ~((1u << spec->min_args) - 1),
+                           a[i].args, a[i].nargs, a[i].loc);
     a[i].nbound = spec->max_args;
   }
 }
@@ -415,7 +431,8 @@ static void resolve_item(Resolver *r, Item *it) {
     return;
   }
   StmtContext ctx = it->kind == ITEM_KERNEL ? CTX_KERNEL : CTX_FN;
-  resolve_annotations(r, it->annots, it->nannots, it->kind == ITEM_KERNEL ? ANNOT_ON_KERNEL : 0, "functions");
+  resolve_annotations(r, it->annots, it->nannots, it->kind == ITEM_KERNEL ? ANNOT_ON_KERNEL : 0,
+                      it->kind == ITEM_KERNEL ? "kernels" : "functions");
   resolve_params(r, it);
   resolve_type(r, it->ret);
   resolve_block(r, it->body, ctx, true);

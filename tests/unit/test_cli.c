@@ -12,7 +12,9 @@
  * posix_spawn, capture stdout and stderr in files of a private temporary
  * directory, and check the status and the output.
  */
-#define _POSIX_C_SOURCE 200809L
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* posix_spawn, mkdtemp */
+#endif
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -47,6 +49,7 @@ static const char *tmp_path(const char *name) {
   cr_assert_lt(ncreated, MAX_PATHS);
   size_t n = strlen(tmpdir) + strlen(name) + 2;
   char *p = malloc(n);
+  if (!p) abort();
   snprintf(p, n, "%s/%s", tmpdir, name);
   created[ncreated++] = p;
   return p;
@@ -67,10 +70,11 @@ static char *read_file(const char *path, size_t *len) {
   if (!f) return NULL;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap + 1);
+  if (!buf) abort();
   size_t got;
   while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
     n += got;
-    if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
+    if (n == cap && !(buf = realloc(buf, (cap *= 2) + 1))) abort();
   }
   fclose(f);
   buf[n] = 0;

@@ -71,6 +71,7 @@ static char *error_lines(tc_compilation *c) {
   const char *d = tc_diagnostics(c);
   size_t n = strlen(d);
   char *out = malloc(n + 1);
+  if (!out) abort();
   size_t o = 0;
   for (const char *line = d; *line;) {
     const char *end = strchr(line, '\n');
@@ -554,29 +555,27 @@ Test(parser, chained_comparisons_are_rejected) {
 
 /* ---- nesting limit ------------------------------------------------------- */
 
-/* "kernel k() {\n    let x = " + n '(' + "1" + n ')' + ";\n}\n" (malloc'd) */
-static char *nested_parens(int n) {
-  char *s = malloc((size_t)n * 2 + 64);
-  int o = sprintf(s, "kernel k() {\n    let x = ");
-  memset(s + o, '(', (size_t)n);
-  o += n;
-  s[o++] = '1';
-  memset(s + o, ')', (size_t)n);
-  o += n;
-  strcpy(s + o, ";\n}\n");
+/* prefix + n copies of open + middle + n copies of close + suffix
+ * (malloc'd, NUL terminated). */
+static char *nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n) {
+  size_t lp = strlen(prefix), lm = strlen(middle), ls = strlen(suffix);
+  char *s = malloc(lp + lm + ls + 2 * (size_t)n + 1);
+  if (!s) abort();
+  char *p = s;
+  memcpy(p, prefix, lp);
+  p += lp;
+  memset(p, open, (size_t)n);
+  p += n;
+  memcpy(p, middle, lm);
+  p += lm;
+  memset(p, close, (size_t)n);
+  p += n;
+  memcpy(p, suffix, ls + 1);
   return s;
 }
 
-static char *nested_blocks(int n) {
-  char *s = malloc((size_t)n * 2 + 64);
-  int o = sprintf(s, "kernel k() {\n");
-  memset(s + o, '{', (size_t)n);
-  o += n;
-  memset(s + o, '}', (size_t)n);
-  o += n;
-  strcpy(s + o, "\n}\n");
-  return s;
-}
+static char *nested_parens(int n) { return nested("kernel k() {\n    let x = ", '(', "1", ')', ";\n}\n", n); }
+static char *nested_blocks(int n) { return nested("kernel k() {\n", '{', "", '}', "\n}\n", n); }
 
 Test(parser, nesting_limit_is_256_levels) {
   /* The kernel body is one level and the initializer another, so 254
@@ -596,9 +595,7 @@ Test(parser, nesting_limit_is_256_levels) {
 }
 
 Test(parser, unary_operators_count_towards_nesting) {
-  char src[1024];
-  int o = sprintf(src, "kernel k() {\n    let x = ");
-  memset(src + o, '-', 300);
-  strcpy(src + o + 300, "1;\n}\n");
+  char *src = nested("kernel k() {\n    let x = ", '-', "1;\n}\n", ' ', "", 300);
   expect_errors(src, 1, "t.tile:2:267: error: nesting is too deep (more than 256 levels)\n");
+  free(src);
 }
