@@ -114,7 +114,7 @@ void tc_free(tc_compilation *c) {
   free(c);
 }
 
-int tc_error_count(const tc_compilation *c) { return c->diags.errors + (c->diags.truncated ? 1 : 0); }
+int tc_error_count(const tc_compilation *c) { return c->diags.errors; }
 
 const char *tc_diagnostics(const tc_compilation *c) {
   tc_compilation *mc = (tc_compilation *)c; /* the rendering is cached */

@@ -34,6 +34,7 @@ typedef struct TypeExpr {
   TypeExprKind kind;
   SrcLoc loc;
   const char *name;  /* element type name (TE_NAMED, TE_PTR, TE_TENSOR) */
+  SrcLoc name_loc;   /* where that name is */
   Symbol *sym;       /* set by the resolver when `name` is a const type parameter */
   Expr **dims;       /* tile dimensions (TE_NAMED), NULL for a scalar */
   int ndims;

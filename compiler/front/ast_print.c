@@ -40,7 +40,16 @@ static void print_expr(const Expr *e, StrBuf *out) {
   case EX_INT: sb_printf(out, "%llu", (unsigned long long)e->ival); break;
   case EX_FLOAT: sb_printf(out, "%.17g", e->fval); break;
   case EX_BOOL: sb_puts(out, e->bval ? "true" : "false"); break;
-  case EX_STRING: sb_printf(out, "\"%s\"", e->sval); break;
+  case EX_STRING:
+    sb_putc(out, '"');
+    for (const char *s = e->sval; *s; s++) {
+      if (*s == '"' || *s == '\\') sb_printf(out, "\\%c", *s);
+      else if (*s == '\n') sb_puts(out, "\\n");
+      else if (*s == '\t') sb_puts(out, "\\t");
+      else sb_putc(out, *s);
+    }
+    sb_putc(out, '"');
+    break;
   case EX_NAME: sb_puts(out, e->name.name); break;
   case EX_SLICE: sb_puts(out, ":"); break;
   case EX_NONE: sb_puts(out, "None"); break;

@@ -166,15 +166,13 @@ static bool strip_separators(const unsigned char *s, const unsigned char *e, int
   return true;
 }
 
-/* Longest numeric literal we accept, in characters (a u64 in binary with
- * separators fits easily). */
-#define LEX_MAX_NUMBER 200
-
 static void lex_int(Lexer *lx, const unsigned char *s, const unsigned char *e, int base) {
   Token *t = push(lx, TOK_INT, s, e);
-  char digits[LEX_MAX_NUMBER + 1];
-  if (!strip_separators(s, e, base, base == 10 ? 0 : 2, digits, sizeof digits)) {
-    diag_error(lx->diags, t->loc, "invalid integer literal '%.*s'", (int)(e - s), (const char *)s);
+  size_t cap = (size_t)(e - s) + 1;
+  char *digits = arena_alloc(lx->arena, cap);
+  if (!strip_separators(s, e, base, base == 10 ? 0 : 2, digits, cap)) {
+    diag_error(lx->diags, t->loc, "invalid integer literal '%.*s%s'", (int)(e - s > 40 ? 40 : e - s), (const char *)s,
+               e - s > 40 ? "..." : "");
     t->kind = TOK_ERROR;
     return;
   }
@@ -194,9 +192,11 @@ static void lex_int(Lexer *lx, const unsigned char *s, const unsigned char *e, i
 
 static void lex_float(Lexer *lx, const unsigned char *s, const unsigned char *e) {
   Token *t = push(lx, TOK_FLOAT, s, e);
-  char digits[LEX_MAX_NUMBER + 1];
-  if (!strip_separators(s, e, 10, 0, digits, sizeof digits)) {
-    diag_error(lx->diags, t->loc, "invalid float literal '%.*s'", (int)(e - s), (const char *)s);
+  size_t cap = (size_t)(e - s) + 1;
+  char *digits = arena_alloc(lx->arena, cap);
+  if (!strip_separators(s, e, 10, 0, digits, cap)) {
+    diag_error(lx->diags, t->loc, "invalid float literal '%.*s%s'", (int)(e - s > 40 ? 40 : e - s), (const char *)s,
+               e - s > 40 ? "..." : "");
     t->kind = TOK_ERROR;
     return;
   }
@@ -218,7 +218,7 @@ static void lex_bad_char(Lexer *lx, const unsigned char *p) {
     diag_error(lx->diags, t->loc, "NUL byte in source");
   else if (n == 0)
     diag_error(lx->diags, t->loc, "invalid UTF-8 byte 0x%02x", *p);
-  else if (cp < 0x80 && cp >= 0x20)
+  else if (cp < 0x7f && cp >= 0x20)
     diag_error(lx->diags, t->loc, "unexpected character '%c'", (char)cp);
   else if (cp < 0x80)
     diag_error(lx->diags, t->loc, "unexpected control character 0x%02x", cp);

@@ -16,6 +16,11 @@
  * walk of the tree) to a safe stack depth. */
 #define PARSE_MAX_DEPTH 256
 
+/* Deepest expression tree, counting the links of left-associative chains
+ * (`a + b + c + ...`, `x as T as U`, `f(x)[:][:]`), which the parser builds
+ * in loops but every later stage walks recursively. */
+#define PARSE_MAX_TREE_DEPTH 1024
+
 /* Most elements in one argument list, list literal or parameter list. */
 #define PARSE_MAX_LIST 1024
 
@@ -25,6 +30,7 @@ typedef struct Parser {
   Arena *arena;
   Diags *diags;
   int depth;
+  int chain; /* open links of left-associative chains */
   bool panic;    /* an error was reported; suppress until resynchronized */
   bool too_deep; /* the nesting limit was hit: stop parsing altogether */
 } Parser;
@@ -112,6 +118,20 @@ static bool enter(Parser *p) {
 }
 static void leave(Parser *p) { p->depth--; }
 
+/* Counts one more link of a chain; false (after reporting) at the limit. */
+static bool chain_link(Parser *p) {
+  if (p->too_deep) return false;
+  if (p->depth + p->chain + 1 > PARSE_MAX_TREE_DEPTH) {
+    p->panic = false;
+    error_at(p, peek(p)->loc,
+             arena_printf(p->arena, "expression is too deeply nested (more than %d levels)", PARSE_MAX_TREE_DEPTH));
+    p->too_deep = true;
+    return false;
+  }
+  p->chain++;
+  return true;
+}
+
 static bool stopped(const Parser *p) { return p->too_deep || at(p, TOK_EOF) || diags_full(p->diags); }
 
 /* Growable arrays of pointers in the arena. */
@@ -148,6 +168,7 @@ static Expr *error_expr(Parser *p, SrcLoc loc) {
 static Expr *parse_expr(Parser *p);
 static TypeExpr *parse_type(Parser *p);
 static AstBlock *parse_block(Parser *p);
+static Item *parse_callable(Parser *p, Annotation *annots, int nannots);
 
 /* arg = [ IDENT "=" ] expr */
 static void parse_arg(Parser *p, Arg *arg) {
@@ -262,12 +283,15 @@ static Expr *parse_primary(Parser *p) {
 /* postfix = primary { "(" args ")" | "[" index_items "]" } */
 static Expr *parse_postfix(Parser *p) {
   Expr *e = parse_primary(p);
-  for (;;) {
+  int links = 0;
+  for (;; links++) {
     const Token *t = peek(p);
+    if ((t->kind == TOK_LPAREN || t->kind == TOK_LBRACKET) && !chain_link(p)) break;
     if (t->kind == TOK_LPAREN) {
       if (e->kind != EX_NAME) {
         error_at(p, t->loc, "only named functions can be called");
-        return e;
+        links++;
+        break;
       }
       advance(p);
       Expr *call = new_expr(p, EX_CALL, e->loc);
@@ -289,9 +313,11 @@ static Expr *parse_postfix(Parser *p) {
       ix->index.nitems = v.n;
       e = ix;
     } else {
-      return e;
+      break;
     }
   }
+  p->chain -= links;
+  return e;
 }
 
 /* unary = ( "-" | "!" | "~" ) unary | postfix */
@@ -313,13 +339,16 @@ static Expr *parse_unary(Parser *p) {
 /* cast = unary { "as" type } */
 static Expr *parse_cast(Parser *p) {
   Expr *e = parse_unary(p);
-  while (at(p, TOK_KW_AS)) {
+  int links = 0;
+  while (at(p, TOK_KW_AS) && chain_link(p)) {
+    links++;
     SrcLoc loc = advance(p)->loc;
     Expr *c = new_expr(p, EX_CAST, loc);
     c->cast.operand = e;
     c->cast.type = parse_type(p);
     e = c;
   }
+  p->chain -= links;
   return e;
 }
 
@@ -346,12 +375,14 @@ static int binary_prec(TokKind k) {
  * associate. */
 static Expr *parse_binary(Parser *p, int min_prec) {
   Expr *lhs = parse_cast(p);
+  int links = 0;
   for (;;) {
     const Token *t = peek(p);
     int prec = binary_prec(t->kind);
-    if (prec == PREC_NONE || prec < min_prec) return lhs;
+    if (prec == PREC_NONE || prec < min_prec || !chain_link(p)) break;
+    links++;
     advance(p);
-    if (!enter(p)) return lhs;
+    if (!enter(p)) break;
     Expr *rhs = parse_binary(p, prec + 1);
     leave(p);
     Expr *e = new_expr(p, EX_BINARY, t->loc);
@@ -361,9 +392,11 @@ static Expr *parse_binary(Parser *p, int min_prec) {
     lhs = e;
     if (prec == PREC_CMP && binary_prec(peek(p)->kind) == PREC_CMP) {
       error_at(p, peek(p)->loc, "comparison operators cannot be chained; use && to combine comparisons");
-      return lhs;
+      break;
     }
   }
+  p->chain -= links;
+  return lhs;
 }
 
 static Expr *parse_expr(Parser *p) {
@@ -381,7 +414,7 @@ static TypeExpr *parse_type(Parser *p) {
   t->loc = peek(p)->loc;
   if (accept(p, TOK_STAR)) {
     t->kind = TE_PTR;
-    t->name = expect_ident(p, "a type name after '*'", NULL);
+    t->name = expect_ident(p, "a type name after '*'", &t->name_loc);
     if (at(p, TOK_LBRACKET))
       error_at(p, peek(p)->loc, "pointer types cannot have a shape; a tile of pointers comes from pointer arithmetic");
     return t;
@@ -390,7 +423,7 @@ static TypeExpr *parse_type(Parser *p) {
     advance(p);
     advance(p);
     t->kind = TE_TENSOR;
-    t->name = expect_ident(p, "an element type", NULL);
+    t->name = expect_ident(p, "an element type", &t->name_loc);
     expect(p, TOK_COMMA, "','");
     const Token *r = peek(p);
     if (expect(p, TOK_INT, "the tensor rank")) {
@@ -408,7 +441,7 @@ static TypeExpr *parse_type(Parser *p) {
     return t;
   }
   t->kind = TE_NAMED;
-  t->name = expect_ident(p, "a type", NULL);
+  t->name = expect_ident(p, "a type", &t->name_loc);
   if (accept(p, TOK_LBRACKET)) {
     t->dims = parse_expr_list(p, TOK_RBRACKET, "',' or ']'", &t->ndims);
     if (t->ndims == 0) error_at(p, t->loc, "a tile type needs at least one dimension");
@@ -593,6 +626,9 @@ static Stmt *parse_stmt(Parser *p) {
   case TOK_KW_KERNEL:
   case TOK_KW_FN:
     error_at(p, t->loc, arena_printf(p->arena, "'%s' must be at the top level of a file", token_kind_name(t->kind)));
+    /* Skip the whole definition (errors inside it stay suppressed). */
+    parse_callable(p, NULL, 0);
+    p->panic = false;
     return NULL;
   default:
     if (t->kind == TOK_IDENT && is_assign_op(peek_at(p, 1)->kind)) {
@@ -746,7 +782,7 @@ static Item *parse_item(Parser *p) {
 
 /* file = { item } EOF */
 Program *parse(const TokenList *tl, Arena *arena, Diags *diags) {
-  Parser p = {tl->tokens, tl->count, 0, arena, diags, 0, false, false};
+  Parser p = {.toks = tl->tokens, .ntoks = tl->count, .arena = arena, .diags = diags};
   Program *prog = ARENA_NEW(arena, Program);
   PtrVec items = {0};
   while (!at(&p, TOK_EOF) && !p.too_deep && !diags_full(diags)) {

@@ -114,7 +114,12 @@ static Value *coerce_to(Gen *g, SVal v, TType t, SrcLoc loc, const char *what) {
   }
   Value *x = v.weak ? gen_convert(g, v, (ScalarKind)t.kind, loc) : v.v;
   if (!x) return NULL;
-  if (x->type.rank > t.rank) {
+  bool fits = x->type.rank <= t.rank;
+  for (int d = 0; fits && d < x->type.rank; d++) {
+    int32_t s = x->type.shape[d], want = t.shape[t.rank - x->type.rank + d];
+    fits = s == want || s == 1;
+  }
+  if (!fits) {
     diag_error(g->diags, loc, "cannot assign %s to %s of type %s", type_name(g, x->type), what, type_name(g, t));
     return NULL;
   }

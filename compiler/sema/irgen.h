@@ -29,6 +29,7 @@ struct SVal {
   Value *v;        /* SV_VALUE; NULL for a weak literal */
   bool weak;       /* SV_VALUE: an untyped literal */
   bool weak_float; /* weak: a float literal (else an integer) */
+  bool weak_big;   /* weak integer in [2^63, 2^64): weak_i holds its bits */
   int64_t weak_i;
   double weak_f;
   TType type;      /* SV_TYPE: the type named */

@@ -50,6 +50,7 @@ static const char *shape_name(Gen *g, int rank, const int32_t *shape) {
 
 static ScalarKind weak_default_kind(const SVal *s) {
   if (s->weak_float) return SK_F32;
+  if (s->weak_big) return SK_U64;
   return s->weak_i >= INT32_MIN && s->weak_i <= INT32_MAX ? SK_I32 : SK_I64;
 }
 
@@ -105,9 +106,13 @@ Value *emit_cast(Gen *g, Value *v, ScalarKind to, SrcLoc loc) {
 }
 
 /* A weak literal as a constant of kind k (the caller checked it fits). */
+static double weak_value(const SVal *s) {
+  return s->weak_float ? s->weak_f : s->weak_big ? (double)(uint64_t)s->weak_i : (double)s->weak_i;
+}
+
 static Value *weak_as(Gen *g, const SVal *s, ScalarKind k) {
   TType t = type_scalar(k);
-  if (scalar_is_float(k)) return emit_const_float(g, t, s->weak_float ? s->weak_f : (double)s->weak_i, s->loc);
+  if (scalar_is_float(k)) return emit_const_float(g, t, weak_value(s), s->loc);
   return emit_const_int(g, t, s->weak_i, s->loc);
 }
 
@@ -124,7 +129,8 @@ Value *gen_value(Gen *g, SVal s) {
 }
 
 /* Whether the integer literal v fits in integer kind k. */
-static bool int_fits(int64_t v, ScalarKind k) {
+static bool int_fits(int64_t v, bool big, ScalarKind k) {
+  if (big) return k == SK_U64;
   int bits = scalar_bits(k);
   if (k == SK_I1) return v == 0 || v == 1;
   if (bits == 64) return scalar_is_signed(k) || v >= 0;
@@ -147,7 +153,7 @@ Value *gen_convert(Gen *g, SVal s, ScalarKind to, SrcLoc loc) {
     return NULL;
   }
   if (scalar_is_float(to)) {
-    double v = s.weak_float ? s.weak_f : (double)s.weak_i;
+    double v = weak_value(&s);
     if (isfinite(v) && isinf(num_round_float(v, to)) && to != SK_F8E4M3 && to != SK_F8E5M2) {
       diag_error(g->diags, loc, "literal %g is out of range for %s", v, scalar_name(to));
       return NULL;
@@ -159,8 +165,11 @@ Value *gen_convert(Gen *g, SVal s, ScalarKind to, SrcLoc loc) {
                scalar_name(to), scalar_name(to));
     return NULL;
   }
-  if (!int_fits(s.weak_i, to)) {
-    diag_error(g->diags, loc, "literal %lld does not fit in %s", (long long)s.weak_i, scalar_name(to));
+  if (!int_fits(s.weak_i, s.weak_big, to)) {
+    if (s.weak_big)
+      diag_error(g->diags, loc, "literal %llu does not fit in %s", (unsigned long long)s.weak_i, scalar_name(to));
+    else
+      diag_error(g->diags, loc, "literal %lld does not fit in %s", (long long)s.weak_i, scalar_name(to));
     return NULL;
   }
   return weak_as(g, &s, to);
@@ -275,7 +284,10 @@ ScalarKind promote_kinds(ScalarKind a, ScalarKind b) {
 bool gen_promote(Gen *g, const SVal *a, const SVal *b, ScalarKind *out, SrcLoc loc, const char *op) {
   if (a->weak && b->weak) {
     ScalarKind ka = weak_default_kind(a), kb = weak_default_kind(b);
-    *out = ka == SK_F32 || kb == SK_F32 ? SK_F32 : ka == SK_I64 || kb == SK_I64 ? SK_I64 : SK_I32;
+    *out = ka == SK_F32 || kb == SK_F32   ? SK_F32
+           : ka == SK_U64 || kb == SK_U64 ? SK_U64
+           : ka == SK_I64 || kb == SK_I64 ? SK_I64
+                                          : SK_I32;
     return true;
   }
   const SVal *strong = a->weak ? b : a, *other = a->weak ? a : b;
@@ -300,7 +312,8 @@ bool gen_promote(Gen *g, const SVal *a, const SVal *b, ScalarKind *out, SrcLoc l
 bool gen_unify(Gen *g, SVal a, SVal b, Value **va, Value **vb, SrcLoc loc, const char *op) {
   ScalarKind k;
   if (!gen_promote(g, &a, &b, &k, loc, op)) return false;
-  Value *x = gen_convert(g, a, k, loc), *y = gen_convert(g, b, k, loc);
+  /* A literal that does not fit is reported at the literal. */
+  Value *x = gen_convert(g, a, k, a.weak ? a.loc : loc), *y = gen_convert(g, b, k, b.weak ? b.loc : loc);
   if (!x || !y) return false;
   TType types[2] = {x->type, y->type}, shape;
   if (!gen_broadcast_shape(g, types, 2, &shape, loc)) return false;
@@ -336,7 +349,7 @@ bool gen_const_int_list(Gen *g, SVal s, int32_t *out, int *n, int max, const cha
     int64_t v;
     if (!gen_const_int(g, s.items[i], &v, what)) return false;
     if (v < INT32_MIN || v > INT32_MAX) {
-      diag_error(g->diags, s.items[i].loc, "%s entry %lld is out of range", what, (long long)v);
+      diag_error(g->diags, s.items[i].loc, "%s: %lld is out of range", what, (long long)v);
       return false;
     }
     out[i] = (int32_t)v;
@@ -374,18 +387,18 @@ bool gen_type(Gen *g, TypeExpr *t, TType *out) {
   switch (t->kind) {
   case TE_TYPE: *out = type_scalar(SK_TYPE); return true;
   case TE_PTR:
-    if (!elem_type_of(g, t->name, t->sym, t->loc, &k)) return false;
+    if (!elem_type_of(g, t->name, t->sym, t->name_loc, &k)) return false;
     *out = type_ptr(k);
     return true;
   case TE_TENSOR:
-    if (!elem_type_of(g, t->name, t->sym, t->loc, &k)) return false;
+    if (!elem_type_of(g, t->name, t->sym, t->name_loc, &k)) return false;
     *out = type_scalar(SK_DESC);
     out->pointee = (uint8_t)k;
     out->desc_rank = (uint8_t)t->desc_rank;
     return true;
   case TE_NAMED: break;
   }
-  if (!elem_type_of(g, t->name, t->sym, t->loc, &k)) return false;
+  if (!elem_type_of(g, t->name, t->sym, t->name_loc, &k)) return false;
   int32_t shape[TILE_MAX_RANK];
   if (t->ndims > TILE_MAX_RANK) {
     diag_error(g->diags, t->loc, "tiles have at most %d dimensions (got %d)", TILE_MAX_RANK, t->ndims);
@@ -412,6 +425,11 @@ static const char *op_text(TokKind op) { return token_kind_name(op); }
 /* Both operands untyped literals: computed here, the result stays weak
  * (comparisons give a typed i1). Integers compute in i64, floats in f64. */
 static SVal weak_binary(Gen *g, TokKind op, SVal a, SVal b, SrcLoc loc) {
+  if (a.weak_big || b.weak_big) {
+    diag_error(g->diags, loc, "a literal above 9223372036854775807 cannot be combined with another literal; "
+                              "give it a type first ('as u64')");
+    return sv_error();
+  }
   bool is_float = a.weak_float || b.weak_float;
   ScalarKind k = is_float ? SK_F64 : SK_I64;
   Slot x, y;
@@ -493,7 +511,7 @@ static SVal gen_ptr_arith(Gen *g, TokKind op, SVal a, SVal b, SrcLoc loc) {
     return sv_error();
   }
   ScalarKind nk = (ScalarKind)sv_type(&n).kind;
-  if (!n.weak && (!scalar_is_int(nk) || nk == SK_I1)) {
+  if (n.weak_float || (!n.weak && (!scalar_is_int(nk) || nk == SK_I1))) {
     diag_error(g->diags, loc, "a pointer offset must be an integer, not %s", type_name(g, sv_type(&n)));
     return sv_error();
   }
@@ -577,9 +595,13 @@ static SVal gen_unary(Gen *g, Expr *e) {
   }
   if (a.weak && op == TOK_MINUS) {
     if (a.weak_float) return sv_weak_float(-a.weak_f, e->loc);
+    if (a.weak_big) {
+      diag_error(g->diags, e->loc, "literal -%llu is out of range", (unsigned long long)a.weak_i);
+      return sv_error();
+    }
     return sv_weak_int((int64_t)(0 - (uint64_t)a.weak_i), e->loc);
   }
-  if (a.weak && op == TOK_TILDE && !a.weak_float) return sv_weak_int(~a.weak_i, e->loc);
+  if (a.weak && op == TOK_TILDE && !a.weak_float && !a.weak_big) return sv_weak_int(~a.weak_i, e->loc);
   Value *v = gen_value(g, a);
   if (!v) return sv_error();
   ScalarKind k = (ScalarKind)v->type.kind;
@@ -610,7 +632,8 @@ static SVal gen_index(Gen *g, Expr *e) {
     }
   }
   if (slices != v->type.rank) {
-    diag_error(g->diags, e->loc, "index has %d ':' entries but the tile has %d dimensions", slices, v->type.rank);
+    diag_error(g->diags, e->loc, "index has %d ':' entr%s but the tile has %d dimension%s", slices,
+               slices == 1 ? "y" : "ies", v->type.rank, v->type.rank == 1 ? "" : "s");
     return sv_error();
   }
   int rank = v->type.rank;
@@ -643,7 +666,8 @@ static SVal gen_cast(Gen *g, Expr *e) {
   }
   /* A literal converts from its exact value: through i64 or f64, which
    * hold every literal, so `0.1 as f64` is the double nearest 0.1. */
-  Value *v = a.kind == SV_VALUE && a.weak ? weak_as(g, &a, a.weak_float ? SK_F64 : SK_I64) : gen_value(g, a);
+  Value *v = a.kind == SV_VALUE && a.weak ? weak_as(g, &a, a.weak_float ? SK_F64 : a.weak_big ? SK_U64 : SK_I64)
+                                          : gen_value(g, a);
   if (!v) return sv_error();
   TType from = v->type;
   bool from_ptr = from.kind == SK_PTR, to_ptr = t.kind == SK_PTR;
@@ -694,7 +718,9 @@ SVal gen_expr(Gen *g, Expr *e) {
   switch (e->kind) {
   case EX_INT:
     if (e->ival > (uint64_t)INT64_MAX) {
-      return sv_value(emit_const_int(g, type_scalar(SK_U64), (int64_t)e->ival, e->loc), e->loc);
+      SVal s = sv_weak_int((int64_t)e->ival, e->loc);
+      s.weak_big = true;
+      return s;
     }
     return sv_weak_int((int64_t)e->ival, e->loc);
   case EX_FLOAT: return sv_weak_float(e->fval, e->loc);

@@ -175,7 +175,7 @@ static void resolve_type(Resolver *r, TypeExpr *t) {
     t->sym = s;
     return;
   }
-  diag_error(r->diags, t->loc, "unknown type '%s'", t->name);
+  diag_error(r->diags, t->name_loc, "unknown type '%s'", t->name);
 }
 
 static void add_call_edge(Resolver *r, Item *callee, SrcLoc loc) {

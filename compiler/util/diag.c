@@ -63,9 +63,10 @@ static int utf8_seq_len(const unsigned char *p, size_t avail) {
 static void render_source_line(const Source *src, SrcLoc loc, StrBuf *out) {
   if (!src || !src->text || loc.line == 0) return;
   size_t pos = 0;
-  for (uint32_t l = 1; l < loc.line && pos < src->len; pos++)
+  uint32_t l = 1;
+  for (; l < loc.line && pos < src->len; pos++)
     if (src->text[pos] == '\n') l++;
-  if (pos >= src->len && loc.line > 1) return;
+  if (l < loc.line) return; /* no such line */
   const unsigned char *s = (const unsigned char *)src->text;
   size_t end = pos;
   while (end < src->len && s[end] != '\n') end++;
@@ -108,7 +109,7 @@ void diag_render(const Diags *d, const Diag *diag, StrBuf *out) {
 
 void diags_render_all(const Diags *d, StrBuf *out) {
   for (int i = 0; i < d->count; i++) diag_render(d, &d->items[i], out);
-  if (d->truncated)
+  if (d->truncated || diags_full(d))
     sb_printf(out, "%s: error: too many errors (%d), stopping\n",
               d->src && d->src->name ? d->src->name : "<input>", DIAG_MAX_ERRORS);
 }
