@@ -21,17 +21,8 @@
 #include "../interp/interp.h"
 #include "../passes/passes.h"
 #include "../sema/sema.h"
-#include "tilec.h"
+#include "compilation.h"
 
-struct tc_compilation {
-  Arena arena;
-  Source src;
-  Diags diags;
-  TokenList tokens;
-  Program *prog;
-  Module *module;
-  char *rendered;
-};
 
 static bool stage_ok(const tc_compilation *c) { return c->diags.errors == 0; }
 
@@ -109,6 +100,7 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
 
 void tc_free(tc_compilation *c) {
   if (!c) return;
+  codegen_free(c);
   free(c->rendered);
   arena_free(&c->arena);
   free(c);
@@ -140,6 +132,14 @@ char *tc_emit(const tc_compilation *c, tc_emit_kind kind) {
     if (!c->module || !stage_ok(c)) return NULL;
     ir_print_module(c->module, &sb);
     break;
+  case TC_EMIT_LOWERED:
+  case TC_EMIT_LLVM:
+  case TC_EMIT_PTX: {
+    const char *text = kind == TC_EMIT_LOWERED ? c->lowered : kind == TC_EMIT_LLVM ? c->llvm_ir : c->ptx;
+    if (!text) return NULL;
+    sb_puts(&sb, text);
+    break;
+  }
   }
   return sb_take(&sb);
 }
@@ -154,6 +154,19 @@ int tc_kernel_find(const tc_compilation *c, const char *name) {
   for (int i = 0; i < tc_kernel_count(c); i++)
     if (strcmp(c->module->funcs[i]->name, name) == 0) return i;
   return -1;
+}
+
+bool tc_kernel_const_int(const tc_compilation *c, int kernel, const char *name, int64_t *value) {
+  if (!tc_kernel_name(c, kernel)) return false;
+  const Func *f = c->module->funcs[kernel];
+  for (int i = 0; i < f->nconsts; i++) {
+    ScalarKind k = (ScalarKind)f->consts[i].type.kind;
+    if (strcmp(f->consts[i].name, name) == 0 && scalar_is_int(k)) {
+      *value = f->consts[i].ival;
+      return true;
+    }
+  }
+  return false;
 }
 
 int tc_param_count(const tc_compilation *c, int kernel) {

@@ -19,8 +19,14 @@ static const char usage_text[] =
     "options:\n"
     "  -k, --kernel NAME      only this kernel (default: every kernel in the file)\n"
     "  -D NAME=VALUE          value of a const parameter (repeatable)\n"
-    "  --emit=STAGE           print the program after a stage: tokens, ast, ir\n"
+    "  --emit=STAGE           output the program after a stage: tokens, ast, ir (tile IR),\n"
+    "                         lowered (tile IR with GPU layouts), llvm, ptx, cubin, header\n"
     "  -o FILE                write the --emit output to FILE instead of stdout\n"
+    "                         (required for cubin)\n"
+    "  --embed                with --emit=header: embed the cubin in the header\n"
+    "  -v                     print registers, spills and shared memory per kernel\n"
+    "  --linker=NAME          PTX to cubin with: auto (default), nvjitlink, ptxas\n"
+    "  --arch=SM              target GPU (default sm_90a)\n"
     "  -O0                    skip the IR optimization passes\n"
     "  --verify-each          verify the IR after every optimization pass\n"
     "  -h, --help             show this help\n"
@@ -68,9 +74,14 @@ bool cli_parse_define(const char *text, tc_define *d) {
   return true;
 }
 
+/* --emit stages past the tile IR, after TC_EMIT_PTX in tc_emit_kind. */
+enum { EMIT_CUBIN = TC_EMIT_PTX + 1, EMIT_HEADER, EMIT_COUNT };
+
 typedef struct Options {
-  const char *file, *out, *kernel;
+  const char *file, *out, *kernel, *arch;
   int emit; /* -1: none */
+  bool verbose, embed;
+  tc_linker linker;
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
   bool no_opt, verify_each;
@@ -85,7 +96,7 @@ static int usage_error(const char *fmt, const char *arg) {
 
 /* Returns -1 when parsing succeeded, otherwise an exit code. */
 static int parse_options(int argc, char **argv, Options *o) {
-  static const char *const emits[] = {"tokens", "ast", "ir"};
+  static const char *const emits[EMIT_COUNT] = {"tokens", "ast", "ir", "lowered", "llvm", "ptx", "cubin", "header"};
   o->emit = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -113,9 +124,23 @@ static int parse_options(int argc, char **argv, Options *o) {
       if (!cli_parse_define(a + 2, &o->defines[o->ndefines++])) return usage_error("-D needs NAME=VALUE, got '%s'", a + 2);
     } else if (!strncmp(a, "--emit=", 7)) {
       o->emit = -2;
-      for (int k = 0; k < 3; k++)
+      for (int k = 0; k < EMIT_COUNT; k++)
         if (!strcmp(a + 7, emits[k])) o->emit = k;
-      if (o->emit == -2) return usage_error("unknown --emit stage '%s' (expected tokens, ast or ir)", a + 7);
+      if (o->emit == -2)
+        return usage_error("unknown --emit stage '%s' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)",
+                           a + 7);
+    } else if (!strcmp(a, "-v")) {
+      o->verbose = true;
+    } else if (!strcmp(a, "--embed")) {
+      o->embed = true;
+    } else if (!strncmp(a, "--arch=", 7)) {
+      o->arch = a + 7;
+    } else if (!strncmp(a, "--linker=", 9)) {
+      const char *l = a + 9;
+      if (!strcmp(l, "auto")) o->linker = TC_LINKER_AUTO;
+      else if (!strcmp(l, "nvjitlink")) o->linker = TC_LINKER_NVJITLINK;
+      else if (!strcmp(l, "ptxas")) o->linker = TC_LINKER_PTXAS;
+      else return usage_error("unknown --linker '%s' (expected auto, nvjitlink or ptxas)", l);
     } else if (!strcmp(a, "-O0")) {
       o->no_opt = true;
     } else if (!strcmp(a, "--verify-each")) {
@@ -129,21 +154,73 @@ static int parse_options(int argc, char **argv, Options *o) {
     }
   }
   if (!o->file) return usage_error("no input file%s", "");
+  if (o->emit == EMIT_CUBIN && !o->out) return usage_error("--emit=cubin needs -o FILE%s", "");
+  if (o->embed && o->emit != EMIT_HEADER) return usage_error("--embed goes with --emit=header%s", "");
   return -1;
 }
 
-static int write_output(const char *path, const char *text) {
+static int write_bytes(const char *path, const void *data, size_t size) {
   FILE *f = path ? fopen(path, "wb") : stdout;
   if (!f) {
     fprintf(stderr, "tilec: cannot write '%s': %s\n", path, strerror(errno));
     return EXIT_USAGE;
   }
-  fputs(text, f);
+  fwrite(data, 1, size, f);
   if (path && fclose(f) != 0) {
     fprintf(stderr, "tilec: cannot write '%s'\n", path);
     return EXIT_USAGE;
   }
   return EXIT_OK;
+}
+
+static int write_output(const char *path, const char *text) { return write_bytes(path, text, strlen(text)); }
+
+/* Header guard name from the output file: "build/softmax.h" -> "softmax". */
+static char *guard_from_path(const char *path, const char *fallback) {
+  const char *base = path ? strrchr(path, '/') : NULL;
+  base = base ? base + 1 : path ? path : fallback;
+  size_t n = strcspn(base, ".");
+  return strndup(base, n ? n : strlen(base));
+}
+
+static void print_stats(tc_compilation *c) {
+  for (int k = 0; k < tc_kernel_count(c); k++) {
+    tc_kernel_stats s;
+    if (!tc_kernel_get_stats(c, k, &s)) continue;
+    fprintf(stderr, "%s: %d warps, %u bytes shared memory, %d registers, %d bytes spill stores, %d bytes spill loads,"
+                    " %d bytes stack\n",
+            tc_kernel_name(c, k), s.warps, s.shared_bytes, s.registers, s.spill_store_bytes, s.spill_load_bytes,
+            s.stack_frame_bytes);
+  }
+}
+
+/* The GPU stages: generate, then write what --emit asked for. */
+static int emit_gpu(const Options *o, tc_compilation *c) {
+  bool need_cubin = o->emit == EMIT_CUBIN || o->emit == EMIT_HEADER || o->verbose;
+  tc_codegen_options go = {o->arch, need_cubin ? o->linker : TC_LINKER_NONE};
+  if (!tc_generate(c, &go)) {
+    fputs(tc_diagnostics(c), stderr);
+    return EXIT_SOURCE_ERROR;
+  }
+  if (o->verbose) print_stats(c);
+  if (o->emit == EMIT_CUBIN) {
+    size_t size;
+    const void *cubin = tc_cubin(c, &size);
+    return write_bytes(o->out, cubin, size);
+  }
+  if (o->emit == EMIT_HEADER) {
+    char *guard = guard_from_path(o->out, o->file);
+    char *text = tc_emit_header(c, guard, o->embed);
+    int rc = write_output(o->out, text ? text : "");
+    free(text);
+    free(guard);
+    return rc;
+  }
+  if (o->emit < 0) return EXIT_OK;
+  char *text = tc_emit(c, (tc_emit_kind)o->emit);
+  int rc = write_output(o->out, text ? text : "");
+  free(text);
+  return rc;
 }
 
 static int compile_file(const Options *o) {
@@ -167,6 +244,8 @@ static int compile_file(const Options *o) {
     char *text = tc_emit(c, TC_EMIT_IR);
     rc = write_output(o->out, text ? text : "");
     free(text);
+  } else if (o->emit > TC_EMIT_IR || o->verbose) {
+    rc = emit_gpu(o, c);
   }
   tc_free(c);
   return rc;

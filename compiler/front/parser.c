@@ -33,6 +33,7 @@ typedef struct Parser {
   int chain; /* open links of left-associative chains */
   bool panic;    /* an error was reported; suppress until resynchronized */
   bool too_deep; /* the nesting limit was hit: stop parsing altogether */
+  bool quiet;    /* skipping a misplaced definition: report nothing */
 } Parser;
 
 /* ---- token helpers ---- */
@@ -73,7 +74,10 @@ static const char *describe(Parser *p, const Token *t) {
 }
 
 static void error_at(Parser *p, SrcLoc loc, const char *msg) {
-  if (p->panic) return;
+  if (p->panic || p->quiet) {
+    p->panic = true;
+    return;
+  }
   diag_error(p->diags, loc, "%s", msg);
   p->panic = true;
 }
@@ -626,8 +630,11 @@ static Stmt *parse_stmt(Parser *p) {
   case TOK_KW_KERNEL:
   case TOK_KW_FN:
     error_at(p, t->loc, arena_printf(p->arena, "'%s' must be at the top level of a file", token_kind_name(t->kind)));
-    /* Skip the whole definition (errors inside it stay suppressed). */
+    /* Skip the whole definition, reporting nothing inside it. */
+    p->panic = false;
+    p->quiet = true;
     parse_callable(p, NULL, 0);
+    p->quiet = false;
     p->panic = false;
     return NULL;
   default:

@@ -51,9 +51,12 @@ int tc_error_count(const tc_compilation *c);
 const char *tc_diagnostics(const tc_compilation *c);
 
 typedef enum tc_emit_kind {
-  TC_EMIT_TOKENS, /* one token per line */
-  TC_EMIT_AST,    /* S-expressions */
-  TC_EMIT_IR,     /* textual tile IR after the optimization passes */
+  TC_EMIT_TOKENS,  /* one token per line */
+  TC_EMIT_AST,     /* S-expressions */
+  TC_EMIT_IR,      /* textual tile IR after the optimization passes */
+  TC_EMIT_LOWERED, /* tile IR with the GPU layout of every value (tc_generate) */
+  TC_EMIT_LLVM,    /* LLVM IR after the O3 pipeline (tc_generate) */
+  TC_EMIT_PTX,     /* PTX for sm_90a (tc_generate) */
 } tc_emit_kind;
 
 /* The program at a stage, as text (malloc'd; free it). NULL if the
@@ -77,9 +80,49 @@ typedef struct tc_param {
   int desc_rank;        /* TC_PARAM_DESC */
 } tc_param;
 
+/* The value a kernel was specialized for, of an integer or bool const
+ * parameter (after defaults and -D): false if there is no such one. */
+bool tc_kernel_const_int(const tc_compilation *c, int kernel, const char *name, int64_t *value);
+
 /* Runtime parameters of a kernel (const parameters are specialized away). */
 int tc_param_count(const tc_compilation *c, int kernel);
 tc_param tc_param_get(const tc_compilation *c, int kernel, int index);
+
+/* ---- the GPU back end ---- */
+
+typedef enum tc_linker {
+  TC_LINKER_AUTO,      /* nvJitLink in process if it loads, else ptxas */
+  TC_LINKER_NVJITLINK, /* libnvJitLink.so.13, opened with dlopen */
+  TC_LINKER_PTXAS,     /* the ptxas executable */
+  TC_LINKER_NONE,      /* stop at PTX */
+} tc_linker;
+
+typedef struct tc_codegen_options {
+  const char *arch;  /* NULL: "sm_90a" */
+  tc_linker linker;
+} tc_codegen_options;
+
+/* Registers and memory of a compiled kernel. */
+typedef struct tc_kernel_stats {
+  int warps;
+  unsigned shared_bytes;   /* dynamic shared memory needed at launch */
+  int registers;           /* per thread (from ptxas; 0 without a cubin) */
+  int spill_store_bytes, spill_load_bytes;
+  int stack_frame_bytes;
+} tc_kernel_stats;
+
+/* Runs the back end on every compiled kernel: layouts, LLVM IR, PTX and
+ * (unless linker is TC_LINKER_NONE) one cubin holding all kernels.
+ * Returns false after adding diagnostics. */
+bool tc_generate(tc_compilation *c, const tc_codegen_options *options);
+/* The cubin of the last tc_generate (owned by the compilation), or NULL. */
+const void *tc_cubin(const tc_compilation *c, size_t *size);
+bool tc_kernel_get_stats(const tc_compilation *c, int kernel, tc_kernel_stats *out);
+/* The kernel's metadata text as stored in the module (runtime/tile.h). */
+const char *tc_kernel_meta(const tc_compilation *c, int kernel);
+/* A C header with each kernel's metadata and a typed launch function for
+ * libtile; with `embed`, the cubin too (malloc'd; NULL before a cubin). */
+char *tc_emit_header(const tc_compilation *c, const char *guard_name, bool embed);
 
 /* ---- the interpreter ---- */
 

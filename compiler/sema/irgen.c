@@ -281,7 +281,8 @@ static bool gen_range(Gen *g, Stmt *s, Value **lo, Value **hi, Value **step) {
       diag_error(g->diags, v[i].loc, "range() bounds must be integer scalars, not %s", type_name(g, t));
       return false;
     }
-    if (v[i].weak) wide |= t.kind == SK_I64;
+    if (v[i].weak && t.kind == SK_U64) k = SK_U64; /* a literal >= 2^63 */
+    else if (v[i].weak) wide |= t.kind == SK_I64;
     else k = k == SK_VOID ? (ScalarKind)t.kind : promote_kinds(k, (ScalarKind)t.kind);
   }
   if (k == SK_VOID) k = wide ? SK_I64 : SK_I32;

@@ -146,6 +146,7 @@ int main(int argc, char **argv) {
                      {.i = (int64_t)c.heads * (int64_t)per_head}, {.i = (int64_t)per_head}, {.i = c.dim}};
   tc_buffer bufs[4] = {{o, total * 2, "out"}, {q, total * 2, "q"}, {k, total * 2, "k"}, {v, total * 2, "v"}};
   int64_t block_m = 128;
+  tc_kernel_const_int(comp, 0, "BLOCK_M", &block_m);
   int64_t grid[3] = {(c.seqlen + block_m - 1) / block_m, (int64_t)c.batch * c.heads, 1};
   char *err = NULL;
   t0 = clock();

@@ -178,13 +178,12 @@ static void check_flash(AttnShape s, const char *const *blocks, uint64_t seed) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", s.dim);
   const char *defs[16] = {"HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false"};
-  int nd = 4, block_m = 128;
-  for (int i = 0; blocks && blocks[i]; i += 2) {
-    defs[nd++] = blocks[i], defs[nd++] = blocks[i + 1];
-    if (!strcmp(blocks[i], "BLOCK_M")) block_m = atoi(blocks[i + 1]);
-  }
+  int nd = 4;
+  for (int i = 0; blocks && blocks[i]; i += 2) defs[nd++] = blocks[i], defs[nd++] = blocks[i + 1];
   defs[nd] = NULL;
   tc_compilation *c = harness_compile("lang/std/flash_attention.tile", NULL, defs);
+  int64_t block_m;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
   Rng rng = {seed};
   size_t total = (size_t)s.batch * s.heads * s.seqlen * s.dim;
   HBuf q = hbuf_new("bf16", total, "q"), k = hbuf_new("bf16", total, "k"), v = hbuf_new("bf16", total, "v"),

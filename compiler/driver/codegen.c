@@ -1,0 +1,226 @@
+/* codegen.c - the GPU back end behind tc_generate:
+ *
+ *   tile IR (verified, optimized)
+ *     | axisinfo + layouts_assign    nvptx/assign.c       (--emit=lowered)
+ *     | lower_func per kernel        nvptx/lower*.c
+ *     | link the kernels into one LLVM module, add each kernel's metadata
+ *     | libdevice + default<O3>      nvptx/target.c       (--emit=llvm)
+ *     | NVPTX                                             (--emit=ptx)
+ *     | nvJitLink or ptxas           nvptx/cubin.c        (--emit=cubin)
+ *     v
+ *   one cubin with every kernel, and per-kernel statistics
+ *
+ * Each compilation has its own LLVM context, so compilations on different
+ * threads share nothing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Linker.h>
+
+#include "../nvptx/cubin.h"
+#include "../nvptx/lower.h"
+#include "compilation.h"
+
+/* ---- metadata ---- */
+
+static const char *param_kind_text(TType t) {
+  return t.kind == SK_PTR ? "ptr" : t.kind == SK_DESC ? "desc" : NULL;
+}
+
+char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes) {
+  StrBuf sb;
+  sb_init(&sb);
+  sb_printf(&sb, "tile-kernel 1\nname %s\nwarps %d\nshared %u\n", f->name, warps, shared_bytes);
+  for (uint32_t i = 0; i < f->body.nargs; i++) {
+    TType t = f->body.args[i].type;
+    const ParamInfo *p = &f->params[i];
+    const char *kind = param_kind_text(t);
+    if (kind)
+      sb_printf(&sb, "param %s %s %s", p->name, kind, scalar_name((ScalarKind)t.pointee));
+    else
+      sb_printf(&sb, "param %s %s", p->name, scalar_name((ScalarKind)t.kind));
+    if (p->align) sb_printf(&sb, " align %lld", (long long)p->align);
+    if (p->multiple_of) sb_printf(&sb, " multiple_of %lld", (long long)p->multiple_of);
+    sb_putc(&sb, '\n');
+  }
+  for (int i = 0; i < f->nconsts; i++) {
+    const ConstInfo *c = &f->consts[i];
+    if (c->type.kind == SK_TYPE)
+      sb_printf(&sb, "const %s type %s\n", c->name, scalar_name((ScalarKind)c->tval));
+    else if (scalar_is_float((ScalarKind)c->type.kind))
+      sb_printf(&sb, "const %s %s %.17g\n", c->name, scalar_name((ScalarKind)c->type.kind), c->fval);
+    else
+      sb_printf(&sb, "const %s %s %lld\n", c->name, scalar_name((ScalarKind)c->type.kind), (long long)c->ival);
+  }
+  sb_puts(&sb, "end\n");
+  return sb_take(&sb);
+}
+
+/* The metadata as a global byte array __tile_meta_<kernel> (NUL included),
+ * which the runtime reads with cuModuleGetGlobal. */
+static void add_meta_global(LLVMModuleRef m, const char *kernel, const char *text) {
+  LLVMContextRef ctx = LLVMGetModuleContext(m);
+  LLVMValueRef init = LLVMConstStringInContext(ctx, text, (unsigned)strlen(text), 0);
+  char name[512];
+  snprintf(name, sizeof name, "__tile_meta_%s", kernel);
+  LLVMValueRef g = LLVMAddGlobalInAddressSpace(m, LLVMTypeOf(init), name, 1);
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMExternalLinkage);
+}
+
+/* ---- the pipeline ---- */
+
+void codegen_free(tc_compilation *c) {
+  free(c->lowered);
+  free(c->llvm_ir);
+  free(c->ptx);
+  free(c->cubin);
+  if (c->code && c->module)
+    for (int i = 0; i < c->module->nfuncs; i++) free(c->code[i].meta);
+  free(c->code);
+  c->lowered = c->llvm_ir = c->ptx = NULL;
+  c->cubin = NULL;
+  c->code = NULL;
+  c->cubin_size = 0;
+  c->generated = false;
+}
+
+static void report(tc_compilation *c, const char *what, char *msg) {
+  diag_error(&c->diags, (SrcLoc){0, 0}, "%s: %s", what, msg ? msg : "failed");
+  free(msg);
+}
+
+/* Layout dump for --emit=lowered: each kernel's IR, then its layouts. */
+static void dump_layouts(tc_compilation *c, StrBuf *out) {
+  for (int i = 0; i < c->module->nfuncs; i++) {
+    const Func *f = c->module->funcs[i];
+    Arena a;
+    arena_init(&a);
+    int warps = f->warps ? f->warps : 4;
+    AxisAnalysis *axes = axis_analyze(f, &a);
+    LayoutMap *m = layouts_assign(f, warps, axes, &a);
+    ir_print_func(f, out);
+    sb_printf(out, "// layouts of %s (%d warps):\n", f->name, warps);
+    layouts_print(m, f, out);
+    sb_putc(out, '\n');
+    arena_free(&a);
+  }
+}
+
+/* Lowers every kernel and links them into one module (NULL on error). */
+static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx) {
+  LLVMModuleRef all = NULL;
+  for (int i = 0; i < c->module->nfuncs; i++) {
+    const Func *f = c->module->funcs[i];
+    LowerResult lr;
+    if (!lower_func(f, ctx, &c->diags, &lr)) {
+      if (all) LLVMDisposeModule(all);
+      return NULL;
+    }
+    c->code[i].warps = lr.num_warps;
+    c->code[i].shared_bytes = lr.shared_bytes;
+    c->code[i].meta = kernel_meta_text(f, lr.num_warps, lr.shared_bytes);
+    add_meta_global(lr.module, f->name, c->code[i].meta);
+    if (!all) {
+      all = lr.module;
+    } else if (LLVMLinkModules2(all, lr.module)) {
+      diag_error(&c->diags, f->loc, "GPU back end: linking kernel '%s' into the module failed", f->name);
+      LLVMDisposeModule(all);
+      return NULL;
+    }
+  }
+  return all;
+}
+
+static void record_stats(tc_compilation *c, const CubinResult *cr) {
+  for (int i = 0; i < c->module->nfuncs; i++) {
+    KernelCode *k = &c->code[i];
+    k->stats.warps = k->warps;
+    k->stats.shared_bytes = k->shared_bytes;
+    const CubinStats *s = cr ? cubin_result_kernel(cr, c->module->funcs[i]->name) : NULL;
+    if (s) {
+      k->stats.registers = s->registers;
+      k->stats.spill_store_bytes = s->spill_store_bytes;
+      k->stats.spill_load_bytes = s->spill_load_bytes;
+      k->stats.stack_frame_bytes = s->stack_frame_bytes;
+    }
+    k->have_stats = true;
+  }
+}
+
+static bool assemble(tc_compilation *c, const tc_codegen_options *o) {
+  if (o->linker == TC_LINKER_NONE) {
+    record_stats(c, NULL);
+    return true;
+  }
+  static const CubinLinker linkers[] = {CUBIN_AUTO, CUBIN_NVJITLINK, CUBIN_PTXAS};
+  CubinResult cr;
+  char *err = NULL;
+  if (!cubin_from_ptx(c->ptx, strlen(c->ptx), o->arch ? o->arch : CUBIN_DEFAULT_ARCH, linkers[o->linker], &cr, &err)) {
+    report(c, "assembling PTX to a cubin failed", err);
+    return false;
+  }
+  c->cubin = cr.data;
+  c->cubin_size = cr.size;
+  cr.data = NULL;
+  record_stats(c, &cr);
+  cubin_result_free(&cr);
+  return true;
+}
+
+bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
+  tc_codegen_options defaults = {NULL, TC_LINKER_AUTO};
+  const tc_codegen_options *o = options ? options : &defaults;
+  if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
+  codegen_free(c);
+  c->code = calloc((size_t)c->module->nfuncs, sizeof(KernelCode));
+  StrBuf sb;
+  sb_init(&sb);
+  dump_layouts(c, &sb);
+  c->lowered = sb_take(&sb);
+
+  Target t;
+  char *err = NULL;
+  if (!target_create(&t, &err)) {
+    report(c, "GPU back end", err);
+    return false;
+  }
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef m = lower_all(c, ctx);
+  bool ok = m != NULL;
+  if (ok && !(ok = target_optimize(&t, m, &err))) report(c, "GPU back end", err);
+  if (ok) {
+    char *ir = LLVMPrintModuleToString(m);
+    c->llvm_ir = strdup(ir);
+    LLVMDisposeMessage(ir);
+    if (!(c->ptx = target_emit_ptx(&t, m, &err))) {
+      report(c, "GPU back end", err);
+      ok = false;
+    }
+  }
+  if (m) LLVMDisposeModule(m);
+  LLVMContextDispose(ctx);
+  target_destroy(&t);
+  ok = ok && assemble(c, o);
+  c->generated = ok;
+  return ok;
+}
+
+const void *tc_cubin(const tc_compilation *c, size_t *size) {
+  if (size) *size = c->cubin_size;
+  return c->cubin;
+}
+
+bool tc_kernel_get_stats(const tc_compilation *c, int kernel, tc_kernel_stats *out) {
+  if (!c->generated || kernel < 0 || kernel >= tc_kernel_count(c) || !c->code[kernel].have_stats) return false;
+  *out = c->code[kernel].stats;
+  return true;
+}
+
+const char *tc_kernel_meta(const tc_compilation *c, int kernel) {
+  if (!c->generated || kernel < 0 || kernel >= tc_kernel_count(c)) return NULL;
+  return c->code[kernel].meta;
+}

@@ -1,0 +1,522 @@
+/* lower.c - tile IR to per-thread LLVM IR: the kernel function and its
+ * ABI, value bookkeeping (tiles per layout, conversions), structured
+ * control flow (for, if, while) and the dispatch of ops to lower_elem.c,
+ * lower_mem.c and lower_smem.c. See lower.h for the model.
+ *
+ * The kernel is one LLVM function with the PTX kernel calling convention.
+ * Its entry block computes per-thread constants (thread id, lane, warp, and
+ * each layout's thread part of the flat index); the body follows it. Every
+ * rank-0 value is uniform (all threads hold the same value), so branches on
+ * scalar conditions never diverge and barriers inside them are safe.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+/* LLVM's calling convention number for PTX kernels. */
+#define PTX_KERNEL_CC 71
+/* Address spaces on NVPTX. */
+#define ADDRSPACE_GLOBAL 1
+#define ADDRSPACE_SHARED 3
+
+static void lower_block(Lower *L, const Block *b);
+
+/* ---- small helpers ---- */
+
+void lower_error(Lower *L, const Op *op, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!L->failed) diag_error(L->diags, op ? op->loc : L->f->loc, "GPU back end: %s", msg);
+  L->failed = true;
+}
+
+LTile *lt_new(Lower *L, const Layout *layout) {
+  LTile *t = ARENA_NEW(&L->arena, LTile);
+  t->layout = layout;
+  t->nregs = layout_regs(layout);
+  t->regs = ARENA_ARRAY(&L->arena, LLVMValueRef, t->nregs);
+  return t;
+}
+
+LLVMValueRef const_int(Lower *L, LLVMTypeRef t, int64_t v) { (void)L; return LLVMConstInt(t, (unsigned long long)v, 1); }
+LLVMValueRef const_i32(Lower *L, int64_t v) { return const_int(L, L->t_i32, v); }
+
+LLVMTypeRef llvm_elem_type(Lower *L, ScalarKind k) {
+  switch (k) {
+  case SK_I1: return L->t_i1;
+  case SK_I8: case SK_U8: case SK_F8E4M3: case SK_F8E5M2: return L->t_i8;
+  case SK_I16: case SK_U16: return L->t_i16;
+  case SK_I32: case SK_U32: return L->t_i32;
+  case SK_I64: case SK_U64: return L->t_i64;
+  case SK_F16: return L->t_f16;
+  case SK_BF16: return L->t_bf16;
+  case SK_F32: return L->t_f32;
+  case SK_F64: return L->t_f64;
+  case SK_PTR: return L->t_ptr;
+  default: return L->t_i32;
+  }
+}
+
+LLVMTypeRef llvm_mem_type(Lower *L, ScalarKind k) { return k == SK_I1 ? L->t_i8 : llvm_elem_type(L, k); }
+
+LLVMValueRef call_intrinsic(Lower *L, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int nargs) {
+  LLVMTypeRef params[8];
+  for (int i = 0; i < nargs; i++) params[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(L->mod, name);
+  if (!fn) fn = LLVMAddFunction(L->mod, name, fty);
+  return LLVMBuildCall2(L->b, fty, fn, args, (unsigned)nargs, "");
+}
+
+void barrier(Lower *L) { call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL, 0); }
+
+LLVMBasicBlockRef new_block(Lower *L, const char *name) { return LLVMAppendBasicBlockInContext(L->ctx, L->fn, name); }
+
+void smem_need(Lower *L, unsigned bytes) {
+  if (bytes > L->smem_bytes) L->smem_bytes = bytes;
+}
+
+int use_count(Lower *L, const Value *v) { return (int)(uintptr_t)ptrmap_get(&L->uses, v); }
+
+static void count_uses(Lower *L, const Block *b) {
+  for (Op *op = b->first; op; op = op->next) {
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      uintptr_t n = (uintptr_t)ptrmap_get(&L->uses, op->operands[i]);
+      ptrmap_put(&L->uses, op->operands[i], (void *)(n + 1));
+    }
+    for (int r = 0; r < op->nregions; r++) count_uses(L, &op->regions[r]);
+  }
+}
+
+/* ---- per-thread constants of a layout ---- */
+
+/* XOR of the bases of the set bits of `bits` (a runtime value). */
+static LLVMValueRef bits_to_flat(Lower *L, LLVMBuilderRef b, LLVMValueRef bits, const uint32_t *bases, int n) {
+  LLVMValueRef acc = const_i32(L, 0);
+  for (int i = 0; i < n; i++) {
+    if (!bases[i]) continue;
+    LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, bits, const_i32(L, i), ""), const_i32(L, 1), "");
+    acc = LLVMBuildXor(b, acc, LLVMBuildMul(b, bit, const_i32(L, bases[i]), ""), "");
+  }
+  return acc;
+}
+
+ThreadInfo *thread_info(Lower *L, const Layout *l) {
+  for (int i = 0; i < L->nthreads; i++)
+    if (L->threads[i].layout == l || layout_equal(L->threads[i].layout, l)) return &L->threads[i];
+  if (L->nthreads == L->capthreads) {
+    int cap = L->capthreads ? L->capthreads * 2 : 16;
+    L->threads = arena_grow(&L->arena, L->threads, sizeof(ThreadInfo), (size_t)L->capthreads, (size_t)cap);
+    L->capthreads = cap;
+  }
+  ThreadInfo *t = &L->threads[L->nthreads++];
+  LLVMBuilderRef b = L->entry_b;
+  t->layout = l;
+  LLVMValueRef lf = bits_to_flat(L, b, L->lane, l->lane, l->nlane);
+  LLVMValueRef wf = bits_to_flat(L, b, L->warp, l->warp, l->nwarp);
+  t->flat = LLVMBuildXor(b, lf, wf, "thread_flat");
+  uint32_t lrep = layout_lane_replication(l), wrep = layout_warp_replication(l);
+  LLVMValueRef lz = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, L->lane, const_i32(L, lrep), ""), const_i32(L, 0), "");
+  LLVMValueRef wz = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, L->warp, const_i32(L, wrep), ""), const_i32(L, 0), "");
+  t->owner = LLVMBuildAnd(b, lz, wz, "owner");
+  return t;
+}
+
+LLVMValueRef flat_index(Lower *L, const Layout *l, uint32_t r) {
+  uint32_t reg_flat = layout_apply(l, r, 0, 0);
+  ThreadInfo *t = thread_info(L, l);
+  if (!reg_flat) return t->flat;
+  return LLVMBuildXor(L->b, t->flat, const_i32(L, reg_flat), "");
+}
+
+LLVMValueRef coord_of(Lower *L, const Layout *l, LLVMValueRef flat, int dim) {
+  int shift = 0;
+  for (int d = l->rank - 1; d > dim; d--) shift += __builtin_ctz((unsigned)l->shape[d]);
+  LLVMValueRef v = shift ? LLVMBuildLShr(L->b, flat, const_i32(L, shift), "") : flat;
+  return LLVMBuildAnd(L->b, v, const_i32(L, l->shape[dim] - 1), "");
+}
+
+/* ---- tiles of values ---- */
+
+void set_tile(Lower *L, const Value *v, LTile *t) {
+  LayoutInfo *info = layouts_get(L->layouts, v);
+  if (v->type.rank > 0 && info && !info->fixed) {
+    FlexTiles *ft = ptrmap_get(&L->flexible, v);
+    if (!ft) {
+      ft = ARENA_NEW(&L->arena, FlexTiles);
+      ptrmap_put(&L->flexible, v, ft);
+    }
+    if (ft->n == ft->cap) {
+      int cap = ft->cap ? ft->cap * 2 : 2;
+      ft->tiles = arena_grow(&L->arena, ft->tiles, sizeof(LTile *), (size_t)ft->cap, (size_t)cap);
+      ft->cap = cap;
+    }
+    ft->tiles[ft->n++] = t;
+    return;
+  }
+  ptrmap_put(&L->fixed, v, t);
+}
+
+LTile *get_fixed(Lower *L, const Value *v) {
+  LTile *t = ptrmap_get(&L->fixed, v);
+  if (!t) {
+    LayoutInfo *info = layouts_get(L->layouts, v);
+    const Layout *l = info && info->fixed ? info->fixed : layouts_canonical(L->layouts, v->type.rank, v->type.shape);
+    return get_tile(L, v, l);
+  }
+  return t;
+}
+
+static LTile *cached_conversion(Lower *L, const Value *v, const Layout *want) {
+  for (int i = L->nconv - 1; i >= 0; i--)
+    if (L->conv[i].value == v && layout_equal(L->conv[i].layout, want)) return L->conv[i].tile;
+  return NULL;
+}
+
+static void cache_conversion(Lower *L, const Value *v, const Layout *want, LTile *t) {
+  if (L->nconv == L->capconv) {
+    int cap = L->capconv ? L->capconv * 2 : 32;
+    L->conv = arena_grow(&L->arena, L->conv, sizeof(ConvEntry), (size_t)L->capconv, (size_t)cap);
+    L->capconv = cap;
+  }
+  L->conv[L->nconv++] = (ConvEntry){v, want, t};
+}
+
+LTile *get_tile(Lower *L, const Value *v, const Layout *want) {
+  if (L->failed) return NULL;
+  if (v->type.rank == 0) {
+    LTile *t = ptrmap_get(&L->fixed, v);
+    if (!t) lower_error(L, v->def, "internal: scalar used before it is defined");
+    return t;
+  }
+  LayoutInfo *info = layouts_get(L->layouts, v);
+  if (info && !info->fixed) {
+    FlexTiles *ft = ptrmap_get(&L->flexible, v);
+    for (int i = 0; ft && i < ft->n; i++)
+      if (layout_equal(ft->tiles[i]->layout, want)) return ft->tiles[i];
+    /* Not requested ahead (should not happen): compute it here. */
+    if (!v->def) {
+      lower_error(L, NULL, "internal: flexible block argument");
+      return NULL;
+    }
+    LTile *t = lower_value_op(L, v->def, want);
+    if (t) set_tile(L, v, t);
+    return t;
+  }
+  LTile *t = ptrmap_get(&L->fixed, v);
+  if (!t) {
+    lower_error(L, v->def, "internal: value used before it is defined");
+    return NULL;
+  }
+  if (t->layout == want || layout_equal(t->layout, want)) return t;
+  LTile *c = cached_conversion(L, v, want);
+  if (c) return c;
+  c = convert_tile(L, t, want, (ScalarKind)v->type.kind);
+  if (c) cache_conversion(L, v, want, c);
+  return c;
+}
+
+/* ---- control flow ---- */
+
+/* One phi per register of a tile in layout l. */
+static LTile *phi_tile(Lower *L, const Layout *l, ScalarKind k) {
+  LTile *t = lt_new(L, l);
+  for (int r = 0; r < t->nregs; r++) t->regs[r] = LLVMBuildPhi(L->b, llvm_elem_type(L, k), "");
+  return t;
+}
+
+static void add_incoming(LTile *phis, const LTile *vals, LLVMBasicBlockRef from) {
+  for (int r = 0; r < phis->nregs; r++) {
+    LLVMValueRef v = vals->regs[r];
+    LLVMAddIncoming(phis->regs[r], &v, &from, 1);
+  }
+}
+
+static const Layout *layout_of_result(Lower *L, const Value *v) {
+  LayoutInfo *info = layouts_get(L->layouts, v);
+  return info && info->fixed ? info->fixed : layouts_canonical(L->layouts, v->type.rank, v->type.shape);
+}
+
+/* Lowers a region's ops; returns its yield op (not lowered). */
+static const Op *lower_region(Lower *L, const Block *b) {
+  int saved = L->nconv;
+  lower_block(L, b);
+  L->nconv = saved;
+  return b->last && b->last->kind == OP_YIELD ? b->last : NULL;
+}
+
+/* Tiles of a yield's operands in the layouts of `targets`' values. */
+static LTile **yield_tiles(Lower *L, const Op *y, const Value *targets, int n) {
+  LTile **out = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
+  for (int i = 0; i < n && !L->failed; i++) out[i] = get_tile(L, y->operands[i], layout_of_result(L, &targets[i]));
+  return out;
+}
+
+static void lower_for(Lower *L, const Op *op) {
+  LTile *lo = get_fixed(L, op->operands[0]), *hi = get_fixed(L, op->operands[1]), *step = get_fixed(L, op->operands[2]);
+  int n = (int)op->nresults;
+  LTile **inits = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
+  for (int i = 0; i < n && !L->failed; i++) inits[i] = get_tile(L, op->operands[3 + i], layout_of_result(L, &op->results[i]));
+  if (L->failed) return;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), header = new_block(L, "for.header"),
+                    body = new_block(L, "for.body"), exit = new_block(L, "for.exit");
+  LLVMBuildBr(L->b, header);
+  LLVMPositionBuilderAtEnd(L->b, header);
+  ScalarKind ik = (ScalarKind)op->operands[0]->type.kind;
+  LLVMValueRef iv = LLVMBuildPhi(L->b, llvm_elem_type(L, ik), "iv");
+  LLVMAddIncoming(iv, &lo->regs[0], &pre, 1);
+  LTile **phis = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    phis[i] = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
+    add_incoming(phis[i], inits[i], pre);
+  }
+  bool is_unsigned = is_unsigned_kind(ik);
+  LLVMValueRef up = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntULT : LLVMIntSLT, iv, hi->regs[0], "");
+  LLVMValueRef down = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntUGT : LLVMIntSGT, iv, hi->regs[0], "");
+  LLVMValueRef positive = LLVMBuildICmp(L->b, LLVMIntSGT, step->regs[0], const_int(L, LLVMTypeOf(iv), 0), "");
+  LLVMValueRef cond = is_unsigned ? up : LLVMBuildSelect(L->b, positive, up, down, "");
+  LLVMBuildCondBr(L->b, cond, body, exit);
+  LLVMPositionBuilderAtEnd(L->b, body);
+  const Block *blk = &op->regions[0];
+  LTile *ivt = lt_new(L, layout_of_result(L, &blk->args[0]));
+  ivt->regs[0] = iv;
+  set_tile(L, &blk->args[0], ivt);
+  for (int i = 0; i < n; i++) set_tile(L, &blk->args[1 + i], phis[i]);
+  const Op *y = lower_region(L, blk);
+  if (L->failed || !y) return;
+  LTile **next = yield_tiles(L, y, op->results, n);
+  if (L->failed) return;
+  LLVMValueRef iv_next = LLVMBuildAdd(L->b, iv, step->regs[0], "iv.next");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
+  LLVMAddIncoming(iv, &iv_next, &latch, 1);
+  for (int i = 0; i < n; i++) add_incoming(phis[i], next[i], latch);
+  LLVMBuildBr(L->b, header);
+  LLVMPositionBuilderAtEnd(L->b, exit);
+  for (int i = 0; i < n; i++) set_tile(L, &op->results[i], phis[i]);
+}
+
+static void lower_if(Lower *L, const Op *op) {
+  LTile *c = get_fixed(L, op->operands[0]);
+  if (!c) return;
+  int n = (int)op->nresults;
+  LLVMBasicBlockRef then_bb = new_block(L, "if.then"), else_bb = new_block(L, "if.else"),
+                    merge = new_block(L, "if.end");
+  LLVMBuildCondBr(L->b, c->regs[0], then_bb, else_bb);
+  LTile **vals[2];
+  LLVMBasicBlockRef ends[2];
+  LLVMBasicBlockRef starts[2] = {then_bb, else_bb};
+  for (int r = 0; r < 2; r++) {
+    LLVMPositionBuilderAtEnd(L->b, starts[r]);
+    const Op *y = lower_region(L, &op->regions[r]);
+    if (L->failed || !y) return;
+    vals[r] = yield_tiles(L, y, op->results, n);
+    if (L->failed) return;
+    ends[r] = LLVMGetInsertBlock(L->b);
+    LLVMBuildBr(L->b, merge);
+  }
+  LLVMPositionBuilderAtEnd(L->b, merge);
+  for (int i = 0; i < n; i++) {
+    LTile *p = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
+    add_incoming(p, vals[0][i], ends[0]);
+    add_incoming(p, vals[1][i], ends[1]);
+    set_tile(L, &op->results[i], p);
+  }
+}
+
+static void lower_while(Lower *L, const Op *op) {
+  int n = (int)op->nresults;
+  LTile **inits = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
+  for (int i = 0; i < n && !L->failed; i++) inits[i] = get_tile(L, op->operands[i], layout_of_result(L, &op->results[i]));
+  if (L->failed) return;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), header = new_block(L, "while.cond"),
+                    body = new_block(L, "while.body"), exit = new_block(L, "while.exit");
+  LLVMBuildBr(L->b, header);
+  LLVMPositionBuilderAtEnd(L->b, header);
+  LTile **phis = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    phis[i] = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
+    add_incoming(phis[i], inits[i], pre);
+    set_tile(L, &op->regions[0].args[i], phis[i]);
+    set_tile(L, &op->regions[1].args[i], phis[i]);
+  }
+  const Op *cy = lower_region(L, &op->regions[0]);
+  if (L->failed || !cy) return;
+  LTile *cond = get_fixed(L, cy->operands[0]);
+  if (!cond) return;
+  LLVMBuildCondBr(L->b, cond->regs[0], body, exit);
+  LLVMPositionBuilderAtEnd(L->b, body);
+  const Op *y = lower_region(L, &op->regions[1]);
+  if (L->failed || !y) return;
+  LTile **next = yield_tiles(L, y, op->results, n);
+  if (L->failed) return;
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
+  for (int i = 0; i < n; i++) add_incoming(phis[i], next[i], latch);
+  LLVMBuildBr(L->b, header);
+  LLVMPositionBuilderAtEnd(L->b, exit);
+  for (int i = 0; i < n; i++) set_tile(L, &op->results[i], phis[i]);
+}
+
+/* ---- ops ---- */
+
+static void lower_op(Lower *L, const Op *op) {
+  switch (op->kind) {
+  case OP_FOR: lower_for(L, op); return;
+  case OP_IF: lower_if(L, op); return;
+  case OP_WHILE: lower_while(L, op); return;
+  case OP_YIELD: return; /* handled by the parent */
+  case OP_RETURN: LLVMBuildRetVoid(L->b); return;
+  case OP_STORE: lower_store(L, op); return;
+  case OP_BLOCK_LOAD:
+  case OP_BLOCK_STORE:
+    lower_error(L, op, "tensor descriptors (load_block/store_block) are not supported yet");
+    return;
+  default: break;
+  }
+  const Value *res = &op->results[0];
+  LayoutInfo *info = layouts_get(L->layouts, res);
+  if (res->type.rank > 0 && info && !info->fixed) {
+    /* Flexible: once per layout its users need. */
+    for (int i = 0; i < info->nwanted && !L->failed; i++) {
+      LTile *t = lower_value_op(L, op, info->wanted[i]);
+      if (t) set_tile(L, res, t);
+    }
+    return;
+  }
+  const Layout *l = layout_of_result(L, res);
+  LTile *t = NULL;
+  switch (op->kind) {
+  case OP_LOAD: t = lower_load(L, op, l); break;
+  case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_AND: case OP_ATOMIC_OR:
+  case OP_ATOMIC_XOR: case OP_ATOMIC_XCHG: case OP_ATOMIC_CAS: t = lower_atomic(L, op, l); break;
+  case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX: case OP_ARGMIN:
+    t = lower_reduce(L, op, l);
+    break;
+  case OP_DOT: t = lower_dot(L, op, l); break;
+  default: t = lower_value_op(L, op, l); break;
+  }
+  if (t) set_tile(L, res, t);
+}
+
+static void lower_block(Lower *L, const Block *b) {
+  for (Op *op = b->first; op && !L->failed; op = op->next) lower_op(L, op);
+}
+
+/* ---- the kernel ---- */
+
+static void init_types(Lower *L) {
+  LLVMContextRef c = L->ctx;
+  L->t_void = LLVMVoidTypeInContext(c);
+  L->t_i1 = LLVMInt1TypeInContext(c);
+  L->t_i8 = LLVMInt8TypeInContext(c);
+  L->t_i16 = LLVMInt16TypeInContext(c);
+  L->t_i32 = LLVMInt32TypeInContext(c);
+  L->t_i64 = LLVMInt64TypeInContext(c);
+  L->t_f16 = LLVMHalfTypeInContext(c);
+  L->t_bf16 = LLVMBFloatTypeInContext(c);
+  L->t_f32 = LLVMFloatTypeInContext(c);
+  L->t_f64 = LLVMDoubleTypeInContext(c);
+  L->t_ptr = LLVMPointerTypeInContext(c, ADDRSPACE_GLOBAL);
+  L->t_sptr = LLVMPointerTypeInContext(c, ADDRSPACE_SHARED);
+}
+
+/* ABI type of a kernel parameter: i1 travels as a byte. */
+static LLVMTypeRef param_type(Lower *L, TType t) { return t.kind == SK_I1 ? L->t_i8 : llvm_elem_type(L, (ScalarKind)t.kind); }
+
+static void add_annotation(Lower *L, const char *key, int value) {
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->ctx, key, strlen(key)),
+                           LLVMValueAsMetadata(const_i32(L, value))};
+  LLVMAddNamedMetadataOperand(L->mod, "nvvm.annotations", LLVMMetadataAsValue(L->ctx, LLVMMDNodeInContext2(L->ctx, md, 3)));
+}
+
+static bool create_kernel(Lower *L) {
+  const Func *f = L->f;
+  int n = (int)f->body.nargs;
+  LLVMTypeRef *params = ARENA_ARRAY(&L->arena, LLVMTypeRef, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    if (f->body.args[i].type.kind == SK_DESC) {
+      lower_error(L, NULL, "tensor descriptor parameters are not supported yet");
+      return false;
+    }
+    params[i] = param_type(L, f->body.args[i].type);
+  }
+  LLVMTypeRef fty = LLVMFunctionType(L->t_void, params, (unsigned)n, 0);
+  L->fn = LLVMAddFunction(L->mod, f->name, fty);
+  LLVMSetFunctionCallConv(L->fn, PTX_KERNEL_CC);
+  add_annotation(L, "kernel", 1);
+  add_annotation(L, "maxntidx", 32 * L->num_warps);
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef p = LLVMGetParam(L->fn, (unsigned)i);
+    LLVMSetValueName2(p, f->params[i].name, strlen(f->params[i].name));
+    if (f->body.args[i].type.kind == SK_PTR && f->params[i].align > 1) {
+      unsigned kind = LLVMGetEnumAttributeKindForName("align", 5);
+      LLVMAddAttributeAtIndex(L->fn, (unsigned)i + 1, LLVMCreateEnumAttribute(L->ctx, kind, (uint64_t)f->params[i].align));
+    }
+  }
+  L->entry_bb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "entry");
+  L->body_bb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "body");
+  L->entry_b = LLVMCreateBuilderInContext(L->ctx);
+  LLVMPositionBuilderAtEnd(L->entry_b, L->entry_bb);
+  LLVMPositionBuilderAtEnd(L->b, L->entry_bb);
+  L->tid = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.tid.x", L->t_i32, NULL, 0);
+  L->lane = LLVMBuildAnd(L->b, L->tid, const_i32(L, 31), "lane");
+  L->warp = LLVMBuildLShr(L->b, L->tid, const_i32(L, 5), "warp");
+  LLVMTypeRef smem_ty = LLVMArrayType2(L->t_i8, 0);
+  L->smem = LLVMAddGlobalInAddressSpace(L->mod, smem_ty, "__tile_smem", ADDRSPACE_SHARED);
+  LLVMSetLinkage(L->smem, LLVMExternalLinkage);
+  LLVMSetAlignment(L->smem, 16);
+  /* Parameters become scalar tiles. */
+  LLVMPositionBuilderAtEnd(L->b, L->body_bb);
+  const Layout *scalar = layouts_canonical(L->layouts, 0, NULL);
+  for (int i = 0; i < n; i++) {
+    LTile *t = lt_new(L, scalar);
+    LLVMValueRef p = LLVMGetParam(L->fn, (unsigned)i);
+    if (f->body.args[i].type.kind == SK_I1) p = LLVMBuildTrunc(L->b, p, L->t_i1, "");
+    t->regs[0] = p;
+    set_tile(L, &f->body.args[i], t);
+  }
+  return true;
+}
+
+bool lower_func(const Func *f, LLVMContextRef ctx, Diags *diags, LowerResult *out) {
+  Lower L;
+  memset(&L, 0, sizeof L);
+  L.f = f;
+  L.diags = diags;
+  arena_init(&L.arena);
+  L.ctx = ctx;
+  L.num_warps = f->warps ? f->warps : 4;
+  L.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
+  L.b = LLVMCreateBuilderInContext(ctx);
+  init_types(&L);
+  ptrmap_init(&L.fixed, &L.arena);
+  ptrmap_init(&L.flexible, &L.arena);
+  ptrmap_init(&L.uses, &L.arena);
+  count_uses(&L, &f->body);
+  L.axes = axis_analyze(f, &L.arena);
+  L.layouts = layouts_assign(f, L.num_warps, L.axes, &L.arena);
+  bool ok = create_kernel(&L);
+  if (ok) {
+    lower_block(&L, &f->body);
+    LLVMBuildBr(L.entry_b, L.body_bb); /* the entry block falls into the body */
+  }
+  if (L.smem_bytes > SMEM_LIMIT_BYTES)
+    lower_error(&L, NULL, "kernel '%s' needs %u bytes of shared memory; a block has at most %u (use smaller tiles)",
+                f->name, L.smem_bytes, SMEM_LIMIT_BYTES);
+  ok = ok && !L.failed;
+  out->module = L.mod;
+  out->shared_bytes = L.smem_bytes;
+  out->num_warps = L.num_warps;
+  LLVMDisposeBuilder(L.b);
+  if (L.entry_b) LLVMDisposeBuilder(L.entry_b);
+  arena_free(&L.arena);
+  if (!ok) {
+    LLVMDisposeModule(L.mod);
+    out->module = NULL;
+  }
+  return ok;
+}

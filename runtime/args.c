@@ -1,0 +1,296 @@
+/* args.c - checking launch arguments against kernel metadata, and packing
+ * them into the bytes cuLaunchKernel reads.
+ *
+ * The driver checks nothing about arguments: it copies as many bytes per
+ * parameter as the kernel declares, so an i32 passed where an i64 is
+ * expected, a float for an integer, or a pointer that breaks the alignment
+ * the code was compiled for, becomes a wrong result or a fault far from
+ * the call. tilec records what each parameter is and which facts the code
+ * assumes ("align 16", "multiple_of 16"), and this file holds every launch
+ * to them before anything reaches the driver. The checks are a pure
+ * function (tile_check_args) so tests exercise them without a GPU.
+ *
+ * Both checking and packing run on every launch: no allocation, no lock,
+ * one pass over the parameters each.
+ */
+#include <float.h>
+#include <stdio.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Smallest magnitude that rounds to infinity in f32: FLT_MAX plus half an
+ * ulp ((2 - 2^-24) * 2^127). */
+#define F32_OVERFLOW 0x1.ffffffp+127
+
+/* Bit layouts of the 16-bit float formats. */
+#define F16_EXP_BITS 5
+#define F16_MAN_BITS 10
+#define BF16_EXP_BITS 8
+#define BF16_MAN_BITS 7
+
+/* ---- 16-bit floats ----------------------------------------------------- */
+
+/* x in a binary float format of 1 + exp_bits + man_bits <= 16 bits,
+ * rounded to nearest even (the default rounding mode, through nearbyint);
+ * overflow gives infinity, NaN a quiet NaN. Computed from the double
+ * directly: going through float first would round twice. */
+static uint16_t encode_small_float(double x, int exp_bits, int man_bits) {
+  uint16_t sign = signbit(x) ? (uint16_t)(1u << (exp_bits + man_bits)) : 0;
+  unsigned exp_all_ones = (1u << exp_bits) - 1;
+  uint16_t inf = sign | (uint16_t)(exp_all_ones << man_bits);
+  if (isnan(x)) return inf | (uint16_t)(1u << (man_bits - 1));
+  double a = fabs(x);
+  if (isinf(a)) return inf;
+  if (a == 0) return sign;
+  int bias = (1 << (exp_bits - 1)) - 1, min_exp = 1 - bias, e;
+  frexp(a, &e);
+  int exp = e - 1; /* a is in [2^exp, 2^(exp + 1)) */
+  if (exp < min_exp) /* subnormal, in units of 2^(min_exp - man_bits); 2^man_bits is the smallest normal */
+    return sign | (uint16_t)nearbyint(ldexp(a, man_bits - min_exp));
+  double m = nearbyint(ldexp(a, man_bits - exp)); /* in [2^man_bits, 2^(man_bits + 1)] */
+  if (m >= ldexp(1.0, man_bits + 1)) {
+    m = ldexp(m, -1);
+    exp++;
+  }
+  if (exp + bias >= (int)exp_all_ones) return inf;
+  return sign | (uint16_t)((unsigned)(exp + bias) << man_bits) | (uint16_t)((unsigned)m - (1u << man_bits));
+}
+
+uint16_t tilert_f16_bits(double x) { return encode_small_float(x, F16_EXP_BITS, F16_MAN_BITS); }
+uint16_t tilert_bf16_bits(double x) { return encode_small_float(x, BF16_EXP_BITS, BF16_MAN_BITS); }
+
+/* Whether finite x becomes infinite in float type t. */
+static bool float_overflows(tile_dtype t, double x) {
+  if (!isfinite(x)) return false;
+  uint16_t exp_mask;
+  switch (t) {
+  case TILE_DTYPE_F16:
+    exp_mask = ((1u << F16_EXP_BITS) - 1) << F16_MAN_BITS;
+    return (tilert_f16_bits(x) & exp_mask) == exp_mask;
+  case TILE_DTYPE_BF16:
+    exp_mask = ((1u << BF16_EXP_BITS) - 1) << BF16_MAN_BITS;
+    return (tilert_bf16_bits(x) & exp_mask) == exp_mask;
+  case TILE_DTYPE_F32: return fabs(x) >= F32_OVERFLOW;
+  default: return false;
+  }
+}
+
+/* ---- parameter layout -------------------------------------------------- */
+
+int tilert_param_size(const tile_param_info *p) {
+  switch (p->kind) {
+  case TILE_PARAM_PTR: return (int)sizeof(uint64_t);
+  case TILE_PARAM_DESC: return TILE_DESC_BYTES;
+  default: return p->elem_bytes;
+  }
+}
+
+int tilert_param_align(const tile_param_info *p) {
+  return p->kind == TILE_PARAM_DESC ? TILE_DESC_ALIGN : tilert_param_size(p);
+}
+
+/* ---- checking ---------------------------------------------------------- */
+
+/* Value range of each integer type (lo <= 0 for all of them). */
+typedef struct int_range {
+  int64_t lo;
+  uint64_t hi;
+} int_range;
+
+static const int_range int_ranges[] = {
+    [TILE_DTYPE_I1] = {0, 1},
+    [TILE_DTYPE_I8] = {INT8_MIN, INT8_MAX},
+    [TILE_DTYPE_I16] = {INT16_MIN, INT16_MAX},
+    [TILE_DTYPE_I32] = {INT32_MIN, INT32_MAX},
+    [TILE_DTYPE_I64] = {INT64_MIN, INT64_MAX},
+    [TILE_DTYPE_U8] = {0, UINT8_MAX},
+    [TILE_DTYPE_U16] = {0, UINT16_MAX},
+    [TILE_DTYPE_U32] = {0, UINT32_MAX},
+    [TILE_DTYPE_U64] = {0, UINT64_MAX},
+};
+
+/* What a check is looking at, for its messages. */
+typedef struct check_ctx {
+  const tile_kernel_info *info;
+  int index;
+  char *msg;
+  size_t msg_size;
+} check_ctx;
+
+static tile_status arg_error(const check_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static tile_status arg_error(const check_ctx *c, const char *fmt, ...) {
+  if (c->msg_size == 0) return TILE_ERROR_INVALID_ARGUMENT;
+  char reason[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  tilert_format(c->msg, c->msg_size, "argument %d '%s' of kernel '%s': %s", c->index,
+                c->info->params[c->index].name, c->info->name, reason);
+  return TILE_ERROR_INVALID_ARGUMENT;
+}
+
+static const char *arg_kind_phrase(tile_arg_kind k) {
+  switch (k) {
+  case TILE_ARG_PTR: return "a pointer";
+  case TILE_ARG_INT: return "an integer";
+  case TILE_ARG_UINT: return "an unsigned integer";
+  case TILE_ARG_FLOAT: return "a float";
+  case TILE_ARG_DESC: return "a tensor descriptor";
+  default: return "an argument of unknown kind";
+  }
+}
+
+/* "a pointer to f32", "i32", "a tensor descriptor of bf16 (rank 2)" */
+static void describe_param(const tile_param_info *p, char *buf, size_t size) {
+  switch (p->kind) {
+  case TILE_PARAM_PTR: tilert_format(buf, size, "a pointer to %s", p->elem); break;
+  case TILE_PARAM_DESC: tilert_format(buf, size, "a tensor descriptor of %s (rank %d)", p->elem, p->desc_rank); break;
+  default: tilert_format(buf, size, "%s", p->elem); break;
+  }
+}
+
+static tile_status wrong_kind(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  char expected[96];
+  describe_param(p, expected, sizeof expected);
+  return arg_error(c, "expected %s, got %s", expected, arg_kind_phrase(a->kind));
+}
+
+static tile_status check_ptr(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  if (a->kind != TILE_ARG_PTR) return wrong_kind(c, p, a);
+  uint64_t natural = (uint64_t)p->elem_bytes;
+  if (p->align && a->ptr % (uint64_t)p->align != 0)
+    return arg_error(c, "pointer 0x%" PRIx64 " is not aligned to %d bytes (the kernel was compiled for '%s align %d')",
+                     a->ptr, p->align, p->name, p->align);
+  if (a->ptr % natural != 0)
+    return arg_error(c, "pointer 0x%" PRIx64 " is not aligned to %d bytes (the size of %s)", a->ptr, p->elem_bytes,
+                     p->elem);
+  return TILE_OK;
+}
+
+static tile_status check_int(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  if (a->kind != TILE_ARG_INT && a->kind != TILE_ARG_UINT) return wrong_kind(c, p, a);
+  const int_range *r = &int_ranges[p->dtype];
+  bool is_signed = a->kind == TILE_ARG_INT;
+  bool in_range = is_signed ? a->i >= r->lo && (a->i < 0 || (uint64_t)a->i <= r->hi) : a->u <= r->hi;
+  char value[32];
+  if (is_signed) tilert_format(value, sizeof value, "%" PRId64, a->i);
+  else tilert_format(value, sizeof value, "%" PRIu64, a->u);
+  if (!in_range)
+    return arg_error(c, "value %s is out of range for %s [%" PRId64 ", %" PRIu64 "]", value, p->elem, r->lo, r->hi);
+  bool multiple = !p->multiple_of || (is_signed ? a->i % p->multiple_of == 0 : a->u % (uint64_t)p->multiple_of == 0);
+  if (!multiple)
+    return arg_error(c, "value %s is not a multiple of %d (the kernel was compiled for '%s multiple_of %d')", value,
+                     p->multiple_of, p->name, p->multiple_of);
+  return TILE_OK;
+}
+
+static tile_status check_float(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  if (a->kind != TILE_ARG_FLOAT) return wrong_kind(c, p, a);
+  if (float_overflows(p->dtype, a->f)) return arg_error(c, "value %g is out of range for %s", a->f, p->elem);
+  return TILE_OK;
+}
+
+static tile_status check_desc(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  if (a->kind != TILE_ARG_DESC) return wrong_kind(c, p, a);
+  if (!a->desc) return arg_error(c, "the tensor descriptor pointer is NULL");
+  return TILE_OK;
+}
+
+static tile_status check_arg(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  switch (p->kind) {
+  case TILE_PARAM_PTR: return check_ptr(c, p, a);
+  case TILE_PARAM_INT: return check_int(c, p, a);
+  case TILE_PARAM_FLOAT: return check_float(c, p, a);
+  case TILE_PARAM_DESC: return check_desc(c, p, a);
+  }
+  return arg_error(c, "parameter has an unknown kind %d", (int)p->kind);
+}
+
+static tile_status check_grid(const tile_kernel_info *info, const uint32_t grid[3], const uint32_t max_grid[3],
+                              char *msg, size_t msg_size) {
+  static const char axes[] = "xyz";
+  for (int d = 0; d < 3; d++) {
+    if (grid[d] >= 1 && grid[d] <= max_grid[d]) continue;
+    tilert_format(msg, msg_size, "grid (%u, %u, %u) of kernel '%s': size in %c is %u, %s %u", grid[0], grid[1], grid[2],
+                  info->name, axes[d], grid[d], grid[d] < 1 ? "must be at least" : "above the device limit",
+                  grid[d] < 1 ? 1u : max_grid[d]);
+    return TILE_ERROR_INVALID_ARGUMENT;
+  }
+  return TILE_OK;
+}
+
+tile_status tilert_check_args(const tile_kernel_info *info, const uint32_t grid[3], const uint32_t max_grid[3],
+                              const tile_arg *args, int nargs, char *msg, size_t msg_size) {
+  if (!info || !grid || (nargs > 0 && !args)) {
+    tilert_format(msg, msg_size, "tile_check_args: %s is NULL", !info ? "info" : !grid ? "grid" : "args");
+    return TILE_ERROR_INVALID_ARGUMENT;
+  }
+  tile_status st = check_grid(info, grid, max_grid, msg, msg_size);
+  if (st != TILE_OK) return st;
+  if (nargs != info->nparams) {
+    tilert_format(msg, msg_size, "kernel '%s' takes %d argument%s, got %d", info->name, info->nparams,
+                  info->nparams == 1 ? "" : "s", nargs);
+    return TILE_ERROR_INVALID_ARGUMENT;
+  }
+  check_ctx c = {info, 0, msg, msg_size};
+  for (c.index = 0; c.index < nargs; c.index++) {
+    st = check_arg(&c, &info->params[c.index], &args[c.index]);
+    if (st != TILE_OK) return st;
+  }
+  return TILE_OK;
+}
+
+tile_status tile_check_args(const tile_kernel_info *info, const uint32_t grid[3], const tile_arg *args, int nargs,
+                            char *msg, size_t msg_size) {
+  static const uint32_t cuda_grid_limits[3] = {TILE_GRID_MAX_X, TILE_GRID_MAX_YZ, TILE_GRID_MAX_YZ};
+  return tilert_check_args(info, grid, cuda_grid_limits, args, nargs, msg, msg_size);
+}
+
+/* ---- packing ----------------------------------------------------------- */
+
+static void write_int(unsigned char *dst, uint64_t v, int bytes) {
+  uint8_t v8 = (uint8_t)v;
+  uint16_t v16 = (uint16_t)v;
+  uint32_t v32 = (uint32_t)v;
+  switch (bytes) {
+  case 1: memcpy(dst, &v8, 1); break;
+  case 2: memcpy(dst, &v16, 2); break;
+  case 4: memcpy(dst, &v32, 4); break;
+  default: memcpy(dst, &v, 8); break;
+  }
+}
+
+static void write_float(unsigned char *dst, double x, tile_dtype t) {
+  uint16_t h;
+  float f;
+  switch (t) {
+  case TILE_DTYPE_F16: h = tilert_f16_bits(x); memcpy(dst, &h, 2); break;
+  case TILE_DTYPE_BF16: h = tilert_bf16_bits(x); memcpy(dst, &h, 2); break;
+  /* In range: checked before packing (float_overflows). */
+  case TILE_DTYPE_F32: f = (float)x; memcpy(dst, &f, 4); break;
+  default: memcpy(dst, &x, 8); break;
+  }
+}
+
+static void write_arg(unsigned char *dst, const tile_param_info *p, const tile_arg *a) {
+  switch (p->kind) {
+  case TILE_PARAM_PTR: memcpy(dst, &a->ptr, sizeof a->ptr); break;
+  case TILE_PARAM_DESC: memcpy(dst, a->desc, TILE_DESC_BYTES); break;
+  case TILE_PARAM_INT: write_int(dst, a->kind == TILE_ARG_INT ? (uint64_t)a->i : a->u, p->elem_bytes); break;
+  case TILE_PARAM_FLOAT: write_float(dst, a->f, p->dtype); break;
+  }
+}
+
+void tilert_pack_args(const tile_kernel *k, const tile_arg *args, unsigned char *buf, void **params) {
+  const tile_param_info *ps = k->info->params;
+  for (int i = 0; i < k->info->nparams; i++) {
+    unsigned char *dst = buf + k->slots[i].offset;
+    write_arg(dst, &ps[i], &args[i]);
+    params[i] = dst;
+  }
+}
