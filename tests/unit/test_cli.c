@@ -350,7 +350,7 @@ static void expect_usage(Result r, const char *first_line) {
 Test(cli, usage_errors_exit_2) {
   const char *f = write_file("add.tile", good_src);
   expect_usage(RUN(f, "--bogus"), "tilec: unknown option '--bogus'");
-  expect_usage(RUN(f, "--emit=asm"), "tilec: unknown --emit stage 'asm' (expected tokens, ast or ir)");
+  expect_usage(RUN(f, "--emit=asm"), "tilec: unknown --emit stage 'asm' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)");
   expect_usage(RUN(f, "-D"), "tilec: option '-D' needs an argument");
   expect_usage(RUN(f, "-D", "BLOCK"), "tilec: -D needs NAME=VALUE, got 'BLOCK'");
   expect_usage(RUN(f, "-DBLOCK="), "tilec: -D needs NAME=VALUE, got 'BLOCK='");
