@@ -25,6 +25,11 @@
  * ulp ((2 - 2^-24) * 2^127). */
 #define F32_OVERFLOW 0x1.ffffffp+127
 
+/* Bit layout of a double. */
+#define DOUBLE_MAN_BITS 52
+#define DOUBLE_EXP_MASK 0x7ff
+#define DOUBLE_BIAS 1023
+
 /* Bit layouts of the 16-bit float formats. */
 #define F16_EXP_BITS 5
 #define F16_MAN_BITS 10
@@ -34,29 +39,31 @@
 /* ---- 16-bit floats ----------------------------------------------------- */
 
 /* x in a binary float format of 1 + exp_bits + man_bits <= 16 bits,
- * rounded to nearest even (the default rounding mode, through nearbyint);
- * overflow gives infinity, NaN a quiet NaN. Computed from the double
- * directly: going through float first would round twice. */
+ * rounded to nearest even; overflow gives infinity, NaN a quiet NaN.
+ * Computed on the bits of the double: going through float first would
+ * round twice, and integer arithmetic needs no libm. */
 static uint16_t encode_small_float(double x, int exp_bits, int man_bits) {
-  uint16_t sign = signbit(x) ? (uint16_t)(1u << (exp_bits + man_bits)) : 0;
-  unsigned exp_all_ones = (1u << exp_bits) - 1;
-  uint16_t inf = sign | (uint16_t)(exp_all_ones << man_bits);
-  if (isnan(x)) return inf | (uint16_t)(1u << (man_bits - 1));
-  double a = fabs(x);
-  if (isinf(a)) return inf;
-  if (a == 0) return sign;
-  int bias = (1 << (exp_bits - 1)) - 1, min_exp = 1 - bias, e;
-  frexp(a, &e);
-  int exp = e - 1; /* a is in [2^exp, 2^(exp + 1)) */
-  if (exp < min_exp) /* subnormal, in units of 2^(min_exp - man_bits); 2^man_bits is the smallest normal */
-    return sign | (uint16_t)nearbyint(ldexp(a, man_bits - min_exp));
-  double m = nearbyint(ldexp(a, man_bits - exp)); /* in [2^man_bits, 2^(man_bits + 1)] */
-  if (m >= ldexp(1.0, man_bits + 1)) {
-    m = ldexp(m, -1);
-    exp++;
-  }
-  if (exp + bias >= (int)exp_all_ones) return inf;
-  return sign | (uint16_t)((unsigned)(exp + bias) << man_bits) | (uint16_t)((unsigned)m - (1u << man_bits));
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  unsigned sign = (unsigned)(bits >> 63) << (exp_bits + man_bits);
+  unsigned inf_bits = ((1u << exp_bits) - 1) << man_bits;
+  int dexp = (int)((bits >> DOUBLE_MAN_BITS) & DOUBLE_EXP_MASK);
+  uint64_t fraction = bits & ((UINT64_C(1) << DOUBLE_MAN_BITS) - 1);
+  if (dexp == DOUBLE_EXP_MASK) return (uint16_t)(sign | inf_bits | (fraction ? 1u << (man_bits - 1) : 0));
+  if (dexp == 0) return (uint16_t)sign; /* zero, or a double subnormal: far below any subnormal here */
+  int e = dexp - DOUBLE_BIAS, bias = (1 << (exp_bits - 1)) - 1, min_exp = 1 - bias;
+  uint64_t sig = fraction | (UINT64_C(1) << DOUBLE_MAN_BITS); /* x = sig * 2^(e - 52) */
+  /* Bits to drop: down to man_bits fraction bits, more for a subnormal. */
+  int shift = DOUBLE_MAN_BITS - man_bits + (e < min_exp ? min_exp - e : 0);
+  if (shift >= 64) return (uint16_t)sign; /* below a quarter of the smallest subnormal */
+  uint64_t q = sig >> shift, rest = sig & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
+  if (rest > half || (rest == half && (q & 1))) q++;
+  /* A normal number is (biased exponent << man_bits) + fraction, which is
+   * ((e + bias - 1) << man_bits) + q since q includes the leading 1; a
+   * carry out of q then correctly bumps the exponent. */
+  uint64_t magnitude = e < min_exp ? q : ((uint64_t)(e + bias - 1) << man_bits) + q;
+  if (magnitude >= inf_bits) return (uint16_t)(sign | inf_bits);
+  return (uint16_t)(sign | (unsigned)magnitude);
 }
 
 uint16_t tilert_f16_bits(double x) { return encode_small_float(x, F16_EXP_BITS, F16_MAN_BITS); }
@@ -73,7 +80,7 @@ static bool float_overflows(tile_dtype t, double x) {
   case TILE_DTYPE_BF16:
     exp_mask = ((1u << BF16_EXP_BITS) - 1) << BF16_MAN_BITS;
     return (tilert_bf16_bits(x) & exp_mask) == exp_mask;
-  case TILE_DTYPE_F32: return fabs(x) >= F32_OVERFLOW;
+  case TILE_DTYPE_F32: return x >= F32_OVERFLOW || x <= -F32_OVERFLOW;
   default: return false;
   }
 }
@@ -129,8 +136,8 @@ static tile_status arg_error(const check_ctx *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
-  tilert_format(c->msg, c->msg_size, "argument %d '%s' of kernel '%s': %s", c->index,
-                c->info->params[c->index].name, c->info->name, reason);
+  tilert_format(c->msg, c->msg_size, "argument %d '%s' of kernel '%s': %s", c->index, c->info->params[c->index].name,
+                c->info->name, reason);
   return TILE_ERROR_INVALID_ARGUMENT;
 }
 
@@ -178,8 +185,10 @@ static tile_status check_int(const check_ctx *c, const tile_param_info *p, const
   bool is_signed = a->kind == TILE_ARG_INT;
   bool in_range = is_signed ? a->i >= r->lo && (a->i < 0 || (uint64_t)a->i <= r->hi) : a->u <= r->hi;
   char value[32];
-  if (is_signed) tilert_format(value, sizeof value, "%" PRId64, a->i);
-  else tilert_format(value, sizeof value, "%" PRIu64, a->u);
+  if (is_signed)
+    tilert_format(value, sizeof value, "%" PRId64, a->i);
+  else
+    tilert_format(value, sizeof value, "%" PRIu64, a->u);
   if (!in_range)
     return arg_error(c, "value %s is out of range for %s [%" PRId64 ", %" PRIu64 "]", value, p->elem, r->lo, r->hi);
   bool multiple = !p->multiple_of || (is_signed ? a->i % p->multiple_of == 0 : a->u % (uint64_t)p->multiple_of == 0);
@@ -269,10 +278,19 @@ static void write_float(unsigned char *dst, double x, tile_dtype t) {
   uint16_t h;
   float f;
   switch (t) {
-  case TILE_DTYPE_F16: h = tilert_f16_bits(x); memcpy(dst, &h, 2); break;
-  case TILE_DTYPE_BF16: h = tilert_bf16_bits(x); memcpy(dst, &h, 2); break;
+  case TILE_DTYPE_F16:
+    h = tilert_f16_bits(x);
+    memcpy(dst, &h, 2);
+    break;
+  case TILE_DTYPE_BF16:
+    h = tilert_bf16_bits(x);
+    memcpy(dst, &h, 2);
+    break;
   /* In range: checked before packing (float_overflows). */
-  case TILE_DTYPE_F32: f = (float)x; memcpy(dst, &f, 4); break;
+  case TILE_DTYPE_F32:
+    f = (float)x;
+    memcpy(dst, &f, 4);
+    break;
   default: memcpy(dst, &x, 8); break;
   }
 }

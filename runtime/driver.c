@@ -25,7 +25,7 @@ typedef struct driver_symbol {
 } driver_symbol;
 
 static const driver_symbol driver_symbols[] = {
-#define TILERT_DRIVER_ENTRY(field, type, symbol, fallback, required) \
+#define TILERT_DRIVER_ENTRY(field, type, symbol, fallback, required)                                                   \
   {symbol, fallback, offsetof(tilert_driver, field), required},
     TILERT_DRIVER_FUNCTIONS(TILERT_DRIVER_ENTRY)
 #undef TILERT_DRIVER_ENTRY

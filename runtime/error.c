@@ -109,8 +109,8 @@ tile_status tilert_cu_fail(const tile_runtime *rt, CUresult result, tile_status 
   if (rt && rt->drv.get_error_name) rt->drv.get_error_name(result, &name);
   if (rt && rt->drv.get_error_string) rt->drv.get_error_string(result, &text);
   if (n >= 0 && (size_t)n < sizeof last_error) {
-    snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s (%d): %s", name ? name : "CUDA error",
-             (int)result, text ? text : "no description");
+    snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s (%d): %s", name ? name : "CUDA error", (int)result,
+             text ? text : "no description");
   }
   tilert_log_last_error(rt);
   return status_of_cuda_error(result, fallback);

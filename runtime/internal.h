@@ -102,6 +102,7 @@ void tilert_free(const tilert_allocator *a, void *ptr, size_t size);
   X(mem_free, PFN_cuMemFree_v3020, "cuMemFree_v2", NULL, true)                                        \
   X(memcpy_htod, PFN_cuMemcpyHtoD_v3020, "cuMemcpyHtoD_v2", NULL, true)                               \
   X(memcpy_dtoh, PFN_cuMemcpyDtoH_v3020, "cuMemcpyDtoH_v2", NULL, true)                               \
+  X(memcpy_dtod_async, PFN_cuMemcpyDtoDAsync_v3020, "cuMemcpyDtoDAsync_v2", NULL, true)                \
   X(memset_d8, PFN_cuMemsetD8_v3020, "cuMemsetD8_v2", NULL, true)                                     \
   X(stream_create, PFN_cuStreamCreate_v2000, "cuStreamCreate", NULL, true)                            \
   X(stream_destroy, PFN_cuStreamDestroy_v4000, "cuStreamDestroy_v2", NULL, true)                      \

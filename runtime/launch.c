@@ -32,14 +32,14 @@ tile_status tile_launch(const tile_kernel *k, const uint32_t grid[3], tile_strea
     tilert_log_last_error(rt);
     return st;
   }
-  CUstream cs;
+  CUstream cs = NULL;
   if ((st = tilert_stream_of(rt, stream, &cs)) != TILE_OK) return st;
   _Alignas(TILE_DESC_ALIGN) unsigned char buf[TILE_MAX_PARAM_BYTES];
   void *params[TILE_MAX_PARAMS];
   tilert_pack_args(k, args, buf, params);
   if ((st = tilert_bind(rt)) != TILE_OK) return st;
-  CUresult r = rt->drv.launch_kernel(k->func, grid[0], grid[1], grid[2], k->block_x, 1, 1, k->shared_bytes, cs,
-                                     params, NULL);
+  CUresult r =
+      rt->drv.launch_kernel(k->func, grid[0], grid[1], grid[2], k->block_x, 1, 1, k->shared_bytes, cs, params, NULL);
   if (r != CUDA_SUCCESS) return launch_failed(k, r, grid, (const unsigned[3]){k->block_x, 1, 1}, k->shared_bytes);
   return TILE_OK;
 }
@@ -48,22 +48,25 @@ tile_status tile_launch_unchecked(const tile_kernel *k, const uint32_t grid[3], 
                                   unsigned shared_bytes, tile_stream *stream, void **params) {
   if (!k || !grid || !block)
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_launch_unchecked: %s is NULL",
-                       !k ? "kernel" : !grid ? "grid" : "block");
+                       !k      ? "kernel"
+                       : !grid ? "grid"
+                               : "block");
   const tile_runtime *rt = k->rt;
-  CUstream cs;
+  CUstream cs = NULL;
   tile_status st = tilert_stream_of(rt, stream, &cs);
   if (st == TILE_OK) st = tilert_bind(rt);
   if (st != TILE_OK) return st;
   /* Without metadata the limit was not raised at lookup; the attribute is
    * per function and setting it again is harmless. */
   if (shared_bytes > TILE_DEFAULT_SHARED_LIMIT) {
-    CUresult r = rt->drv.func_set_attribute(k->func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes);
+    CUresult r =
+        rt->drv.func_set_attribute(k->func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes);
     if (r != CUDA_SUCCESS)
-      return tilert_cu_fail(rt, r, TILE_ERROR_UNSUPPORTED, "kernel '%s': raising its dynamic shared memory to %u bytes failed",
-                            k->name, shared_bytes);
+      return tilert_cu_fail(rt, r, TILE_ERROR_UNSUPPORTED,
+                            "kernel '%s': raising its dynamic shared memory to %u bytes failed", k->name, shared_bytes);
   }
-  CUresult r = rt->drv.launch_kernel(k->func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
-                                     cs, params, NULL);
+  CUresult r = rt->drv.launch_kernel(k->func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, cs,
+                                     params, NULL);
   if (r != CUDA_SUCCESS) return launch_failed(k, r, grid, block, shared_bytes);
   return TILE_OK;
 }

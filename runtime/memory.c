@@ -5,6 +5,8 @@
  * its own. Device pointers are uint64_t (CUdeviceptr), which is also what
  * tile_arg_ptr takes.
  */
+#include <dlfcn.h>
+
 #include "internal.h"
 
 /* Checks the runtime and makes its context current. */
@@ -31,7 +33,8 @@ tile_status tile_mem_free(tile_runtime *rt, uint64_t ptr) {
   tile_status st = enter(rt, "tile_mem_free");
   if (st != TILE_OK) return st;
   CUresult r = rt->drv.mem_free((CUdeviceptr)ptr);
-  if (r != CUDA_SUCCESS) return tilert_cu_fail(rt, r, TILE_ERROR_CUDA, "cuMemFree(0x%llx) failed", (unsigned long long)ptr);
+  if (r != CUDA_SUCCESS)
+    return tilert_cu_fail(rt, r, TILE_ERROR_CUDA, "cuMemFree(0x%llx) failed", (unsigned long long)ptr);
   return TILE_OK;
 }
 
@@ -60,4 +63,20 @@ tile_status tile_memset_d8(tile_runtime *rt, uint64_t dst, uint8_t value, size_t
   CUresult r = rt->drv.memset_d8((CUdeviceptr)dst, value, bytes);
   if (r != CUDA_SUCCESS) return tilert_cu_fail(rt, r, TILE_ERROR_CUDA, "cuMemsetD8 of %zu bytes failed", bytes);
   return TILE_OK;
+}
+
+tile_status tile_memcpy_dtod(tile_runtime *rt, uint64_t dst, uint64_t src, size_t bytes, tile_stream *stream) {
+  tile_status st = enter(rt, "tile_memcpy_dtod");
+  if (st != TILE_OK || bytes == 0) return st;
+  if (!src || !dst) return tilert_rt_fail(rt, TILE_ERROR_INVALID_ARGUMENT, "tile_memcpy_dtod: NULL pointer");
+  CUstream s = stream ? (CUstream)tile_stream_handle(stream) : NULL;
+  CUresult r = rt->drv.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, bytes, s);
+  if (r != CUDA_SUCCESS) return tilert_cu_fail(rt, r, TILE_ERROR_CUDA, "cuMemcpyDtoDAsync of %zu bytes failed", bytes);
+  return TILE_OK;
+}
+
+void *tile_kernel_handle(const tile_kernel *k) { return k ? (void *)k->func : NULL; }
+
+void *tile_driver_function(tile_runtime *rt, const char *name) {
+  return rt && rt->drv.library && name ? dlsym(rt->drv.library, name) : NULL;
 }

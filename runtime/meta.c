@@ -53,24 +53,18 @@
 
 /* TMA swizzle modes, in bytes (0 = none). */
 static const int swizzle_modes[] = {0, 32, 64, 128};
+#define META_MAX_SWIZZLE 128
 
 /* ---- element types ----------------------------------------------------- */
 
 static const tilert_dtype_info dtypes[] = {
-    [TILE_DTYPE_I1] = {"i1", 1, true, false, false},
-    [TILE_DTYPE_I8] = {"i8", 1, true, false, true},
-    [TILE_DTYPE_I16] = {"i16", 2, true, false, true},
-    [TILE_DTYPE_I32] = {"i32", 4, true, false, true},
-    [TILE_DTYPE_I64] = {"i64", 8, true, false, true},
-    [TILE_DTYPE_U8] = {"u8", 1, true, false, false},
-    [TILE_DTYPE_U16] = {"u16", 2, true, false, false},
-    [TILE_DTYPE_U32] = {"u32", 4, true, false, false},
-    [TILE_DTYPE_U64] = {"u64", 8, true, false, false},
-    [TILE_DTYPE_F16] = {"f16", 2, false, true, true},
-    [TILE_DTYPE_BF16] = {"bf16", 2, false, true, true},
-    [TILE_DTYPE_F32] = {"f32", 4, false, true, true},
-    [TILE_DTYPE_F64] = {"f64", 8, false, true, true},
-    [TILE_DTYPE_F8E4M3] = {"f8e4m3", 1, false, true, true},
+    [TILE_DTYPE_I1] = {"i1", 1, true, false, false},        [TILE_DTYPE_I8] = {"i8", 1, true, false, true},
+    [TILE_DTYPE_I16] = {"i16", 2, true, false, true},       [TILE_DTYPE_I32] = {"i32", 4, true, false, true},
+    [TILE_DTYPE_I64] = {"i64", 8, true, false, true},       [TILE_DTYPE_U8] = {"u8", 1, true, false, false},
+    [TILE_DTYPE_U16] = {"u16", 2, true, false, false},      [TILE_DTYPE_U32] = {"u32", 4, true, false, false},
+    [TILE_DTYPE_U64] = {"u64", 8, true, false, false},      [TILE_DTYPE_F16] = {"f16", 2, false, true, true},
+    [TILE_DTYPE_BF16] = {"bf16", 2, false, true, true},     [TILE_DTYPE_F32] = {"f32", 4, false, true, true},
+    [TILE_DTYPE_F64] = {"f64", 8, false, true, true},       [TILE_DTYPE_F8E4M3] = {"f8e4m3", 1, false, true, true},
     [TILE_DTYPE_F8E5M2] = {"f8e5m2", 1, false, true, true},
 };
 
@@ -285,15 +279,17 @@ static tile_status parse_option(const meta_parser *p, int i, tile_param_info *pr
   if (prm->kind == TILE_PARAM_PTR && strcmp(key, "align") == 0) {
     if (prm->align) return meta_error(p, "second 'align' for parameter '%s'", prm->name);
     if ((st = number_field(p, i + 1, "alignment", 1, META_MAX_ALIGN, &v)) != TILE_OK) return st;
-    if (!is_power_of_two(v)) return meta_error(p, "alignment %llu of parameter '%s' is not a power of two", (unsigned long long)v, prm->name);
+    if (!is_power_of_two(v))
+      return meta_error(p, "alignment %llu of parameter '%s' is not a power of two", (unsigned long long)v, prm->name);
     prm->align = (int)v;
   } else if (prm->kind == TILE_PARAM_INT && strcmp(key, "multiple_of") == 0) {
     if (prm->multiple_of) return meta_error(p, "second 'multiple_of' for parameter '%s'", prm->name);
     if ((st = number_field(p, i + 1, "multiple_of", 1, META_MAX_MULTIPLE, &v)) != TILE_OK) return st;
     prm->multiple_of = (int)v;
   } else if (prm->kind == TILE_PARAM_DESC && strcmp(key, "swizzle") == 0) {
-    if ((st = number_field(p, i + 1, "swizzle", 0, 128, &v)) != TILE_OK) return st;
-    if (!is_swizzle_mode(v)) return meta_error(p, "swizzle %llu of parameter '%s' is not 0, 32, 64 or 128", (unsigned long long)v, prm->name);
+    if ((st = number_field(p, i + 1, "swizzle", 0, META_MAX_SWIZZLE, &v)) != TILE_OK) return st;
+    if (!is_swizzle_mode(v))
+      return meta_error(p, "swizzle %llu of parameter '%s' is not 0, 32, 64 or 128", (unsigned long long)v, prm->name);
     prm->swizzle = (int)v;
   } else {
     return meta_error(p, "unknown option '%s' for parameter '%s'", key, prm->name);
@@ -331,7 +327,8 @@ static tile_status parse_scalar(const meta_parser *p, tile_param_info *prm) {
   tile_status st = elem_field(p, 2, prm);
   if (st != TILE_OK) return st;
   if (!is_scalar_dtype(prm->dtype))
-    return meta_error(p, "parameter '%s' cannot be a scalar of type %s (only pointers and descriptors have %s elements)",
+    return meta_error(p,
+                      "parameter '%s' cannot be a scalar of type %s (only pointers and descriptors have %s elements)",
                       prm->name, prm->elem, prm->elem);
   prm->kind = dtypes[prm->dtype].is_int ? TILE_PARAM_INT : TILE_PARAM_FLOAT;
   return parse_options(p, 3, prm);
@@ -388,11 +385,16 @@ static bool is_float_text(const char *s) {
 static tile_status check_const_value(const meta_parser *p, const char *name, const char *type, const char *value) {
   tile_dtype t;
   bool ok;
-  if (strcmp(type, "type") == 0) ok = dtype_from_name(value, &t);
-  else if (!dtype_from_name(type, &t)) return meta_error(p, "unknown type '%s' of const '%s'", type, name);
-  else if (t == TILE_DTYPE_I1) ok = !strcmp(value, "0") || !strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "false");
-  else if (dtypes[t].is_int) ok = is_integer_text(value);
-  else ok = is_float_text(value);
+  if (strcmp(type, "type") == 0)
+    ok = dtype_from_name(value, &t);
+  else if (!dtype_from_name(type, &t))
+    return meta_error(p, "unknown type '%s' of const '%s'", type, name);
+  else if (t == TILE_DTYPE_I1)
+    ok = !strcmp(value, "0") || !strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "false");
+  else if (dtypes[t].is_int)
+    ok = is_integer_text(value);
+  else
+    ok = is_float_text(value);
   if (!ok) return meta_error(p, "bad value '%s' for const '%s' of type %s", value, name, type);
   return TILE_OK;
 }
@@ -485,8 +487,11 @@ tile_status tilert_meta_parse(const tilert_allocator *a, const char *text, tile_
   b->size = size;
   char *copy = (char *)b + off_text;
   memcpy(copy, text, len + 1);
-  meta_parser p = {.cursor = copy, .info = &b->info, .params = (tile_param_info *)((char *)b + off_params),
-                   .param_capacity = nparams, .consts = (tile_const_info *)((char *)b + off_consts),
+  meta_parser p = {.cursor = copy,
+                   .info = &b->info,
+                   .params = (tile_param_info *)((char *)b + off_params),
+                   .param_capacity = nparams,
+                   .consts = (tile_const_info *)((char *)b + off_consts),
                    .const_capacity = nconsts};
   b->info.params = p.params;
   b->info.consts = p.consts;

@@ -60,8 +60,8 @@ static image_kind classify_image(const void *data, size_t size) {
 /* The driver wants PTX NUL-terminated and binary images aligned as malloc
  * aligns; a copy fixes either. Returns NULL (and *copy_size 0) if data can
  * be used as it is. */
-static tile_status copy_if_needed(const tile_runtime *rt, const void *data, size_t size, image_kind kind,
-                                  char **copy, size_t *copy_size) {
+static tile_status copy_if_needed(const tile_runtime *rt, const void *data, size_t size, image_kind kind, char **copy,
+                                  size_t *copy_size) {
   *copy = NULL;
   *copy_size = 0;
   bool terminated = size > 0 && ((const char *)data)[size - 1] == '\0';
@@ -101,8 +101,7 @@ static const char *architecture_hint(CUresult r) {
   }
 }
 
-static tile_status load_failed(const tile_runtime *rt, CUresult r, image_kind kind, size_t size,
-                               const jit_logs *logs) {
+static tile_status load_failed(const tile_runtime *rt, CUresult r, image_kind kind, size_t size, const jit_logs *logs) {
   tile_status st = tilert_cu_fail(rt, r, TILE_ERROR_LOAD, "the driver could not load a %s of %zu bytes on %s (sm_%d%d)",
                                   image_kind_names[kind], size, rt->props.name, rt->props.cc_major, rt->props.cc_minor);
   size_t cap;
@@ -136,8 +135,10 @@ static tile_status load_image(tile_runtime *rt, const void *image, image_kind ki
   if (!logs) return TILE_ERROR_OUT_OF_MEMORY;
   CUmodule mod = NULL;
   CUresult r = load_with_logs(rt, &mod, image, logs);
-  if (r != CUDA_SUCCESS) st = load_failed(rt, r, kind, size, logs);
-  else if (logs->info[0]) tilert_log(rt, TILE_LOG_DEBUG, "JIT info log: %s", logs->info);
+  if (r != CUDA_SUCCESS)
+    st = load_failed(rt, r, kind, size, logs);
+  else if (logs->info[0])
+    tilert_log(rt, TILE_LOG_DEBUG, "JIT info log: %s", logs->info);
   tilert_free(&rt->alloc, logs, sizeof *logs);
   if (st != TILE_OK) return st;
   return new_module(rt, mod, out);
@@ -181,6 +182,8 @@ static tile_status file_size(const tile_runtime *rt, FILE *f, const char *path, 
 }
 
 static tile_status read_file(const tile_runtime *rt, const char *path, char **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return tilert_rt_fail(rt, TILE_ERROR_IO, "cannot open module file %s: %s", path, strerror(errno));
   tile_status st = file_size(rt, f, path, size);
@@ -201,8 +204,8 @@ tile_status tile_module_load_file(tile_runtime *rt, const char *path, tile_modul
   if (!out) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_module_load_file: out is NULL");
   *out = NULL;
   if (!rt || !path) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_module_load_file: NULL argument");
-  char *data;
-  size_t size;
+  char *data = NULL;
+  size_t size = 0;
   tile_status st = read_file(rt, path, &data, &size);
   if (st != TILE_OK) return st;
   st = tile_module_load(rt, data, size, out);
@@ -301,8 +304,9 @@ static tile_status prepare_function(const tile_runtime *rt, CUfunction f, const 
   if (limit >= 0 && info->shared_bytes <= (unsigned)limit) return TILE_OK;
   CUresult r = rt->drv.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)info->shared_bytes);
   if (r != CUDA_SUCCESS)
-    return tilert_cu_fail(rt, r, TILE_ERROR_UNSUPPORTED, "kernel '%s': raising its dynamic shared memory to %u bytes failed",
-                          info->name, info->shared_bytes);
+    return tilert_cu_fail(rt, r, TILE_ERROR_UNSUPPORTED,
+                          "kernel '%s': raising its dynamic shared memory to %u bytes failed", info->name,
+                          info->shared_bytes);
   return TILE_OK;
 }
 

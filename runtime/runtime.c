@@ -80,7 +80,8 @@ void tilert_unlock(tile_runtime *rt) { pthread_mutex_unlock(&rt->mutex); }
 static tile_status init_driver(tile_runtime *rt) {
   CUresult r = rt->drv.init(0);
   if (r == CUDA_ERROR_NO_DEVICE) return tilert_cu_fail(rt, r, TILE_ERROR_NO_DEVICE, "no CUDA device: cuInit failed");
-  if (r != CUDA_SUCCESS) return tilert_cu_fail(rt, r, TILE_ERROR_NO_DRIVER, "the CUDA driver failed to initialize: cuInit failed");
+  if (r != CUDA_SUCCESS)
+    return tilert_cu_fail(rt, r, TILE_ERROR_NO_DRIVER, "the CUDA driver failed to initialize: cuInit failed");
   return TILE_OK;
 }
 
@@ -90,7 +91,7 @@ static tile_status open_device(tile_runtime *rt, int ordinal) {
   if (r != CUDA_SUCCESS) return tilert_cu_fail(rt, r, TILE_ERROR_NO_DEVICE, "cuDeviceGetCount failed");
   if (ordinal >= count)
     return tilert_rt_fail(rt, TILE_ERROR_NO_DEVICE, "no CUDA device %d: there %s %d device%s", ordinal,
-                       count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
+                          count == 1 ? "is" : "are", count, count == 1 ? "" : "s");
   r = rt->drv.device_get(&rt->device, ordinal);
   if (r != CUDA_SUCCESS) return tilert_cu_fail(rt, r, TILE_ERROR_NO_DEVICE, "cuDeviceGet(%d) failed", ordinal);
   r = rt->drv.primary_ctx_retain(&rt->ctx, rt->device);
@@ -122,8 +123,7 @@ static void read_properties(tile_runtime *rt, int ordinal) {
   for (int d = 0; d < 3; d++)
     if (p->max_grid[d] == 0) p->max_grid[d] = cuda_grid_limits[d];
   p->max_shared_per_block = (size_t)device_attribute(rt, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-  p->max_shared_per_block_optin =
-      (size_t)device_attribute(rt, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  p->max_shared_per_block_optin = (size_t)device_attribute(rt, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   p->l2_bytes = (size_t)device_attribute(rt, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   if (rt->drv.device_total_mem(&p->total_memory, rt->device) != CUDA_SUCCESS) p->total_memory = 0;
   if (rt->drv.driver_get_version(&p->driver_version) != CUDA_SUCCESS) p->driver_version = 0;
@@ -178,9 +178,9 @@ tile_status tile_runtime_create(const tile_config *cfg, tile_runtime **out) {
     abandon(rt);
     return st;
   }
-  tilert_log(rt, TILE_LOG_INFO, "libtile: device %d: %s (sm_%d%d, %d SMs), driver %d.%d", cfg->device,
-             rt->props.name, rt->props.cc_major, rt->props.cc_minor, rt->props.sm_count,
-             rt->props.driver_version / 1000, rt->props.driver_version % 1000 / 10);
+  tilert_log(rt, TILE_LOG_INFO, "libtile: device %d: %s (sm_%d%d, %d SMs), driver %d.%d", cfg->device, rt->props.name,
+             rt->props.cc_major, rt->props.cc_minor, rt->props.sm_count, rt->props.driver_version / 1000,
+             rt->props.driver_version % 1000 / 10);
   *out = rt;
   return TILE_OK;
 }

@@ -104,7 +104,7 @@ tile_status tile_event_create(tile_runtime *rt, tile_event **out) {
 
 tile_status tile_event_record(tile_event *e, tile_stream *s) {
   if (!e) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_event_record: event is NULL");
-  CUstream cs;
+  CUstream cs = NULL;
   tile_status st = tilert_stream_of(e->rt, s, &cs);
   if (st == TILE_OK) st = tilert_bind(e->rt);
   if (st != TILE_OK) return st;
@@ -196,7 +196,7 @@ tile_status tile_graph_end_capture(tile_stream *s, tile_graph **out) {
 
 tile_status tile_graph_launch(const tile_graph *g, tile_stream *s) {
   if (!g) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_graph_launch: graph is NULL");
-  CUstream cs;
+  CUstream cs = NULL;
   tile_status st = tilert_stream_of(g->rt, s, &cs);
   if (st == TILE_OK) st = tilert_bind(g->rt);
   if (st != TILE_OK) return st;

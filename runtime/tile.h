@@ -253,7 +253,12 @@ static inline tile_arg tile_arg_u32(uint32_t v) { tile_arg a; a.kind = TILE_ARG_
 static inline tile_arg tile_arg_u64(uint64_t v) { tile_arg a; a.kind = TILE_ARG_UINT; a.u = v; return a; }
 static inline tile_arg tile_arg_f32(float v) { tile_arg a; a.kind = TILE_ARG_FLOAT; a.f = v; return a; }
 static inline tile_arg tile_arg_f64(double v) { tile_arg a; a.kind = TILE_ARG_FLOAT; a.f = v; return a; }
-static inline tile_arg tile_arg_desc(const void *tensor_map) { tile_arg a; a.kind = TILE_ARG_DESC; a.desc = tensor_map; return a; }
+static inline tile_arg tile_arg_desc(const void *tensor_map) {
+  tile_arg a;
+  a.kind = TILE_ARG_DESC;
+  a.desc = tensor_map;
+  return a;
+}
 
 /* Checks a launch against a kernel's metadata without a GPU: the grid
  * (every size >= 1 and within CUDA's limits), the argument count, the kind
@@ -315,6 +320,18 @@ tile_status tile_mem_free(tile_runtime *rt, uint64_t ptr); /* 0 is allowed */
 tile_status tile_memcpy_htod(tile_runtime *rt, uint64_t dst, const void *src, size_t bytes);
 tile_status tile_memcpy_dtoh(tile_runtime *rt, void *dst, uint64_t src, size_t bytes);
 tile_status tile_memset_d8(tile_runtime *rt, uint64_t dst, uint8_t value, size_t bytes);
+/* Device-to-device copy on a stream (NULL: the default stream); returns
+ * without waiting. */
+tile_status tile_memcpy_dtod(tile_runtime *rt, uint64_t dst, uint64_t src, size_t bytes, tile_stream *stream);
+
+/* ---- escape hatches ------------------------------------------------------
+ * For benchmarks and interoperation: the driver objects behind the handles. */
+
+/* The kernel's CUfunction. */
+void *tile_kernel_handle(const tile_kernel *k);
+/* A function of the loaded driver by its exported name (e.g.
+ * "cuLaunchKernel"), or NULL. */
+void *tile_driver_function(tile_runtime *rt, const char *name);
 
 #ifdef __cplusplus
 }

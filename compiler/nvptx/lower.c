@@ -131,6 +131,12 @@ LLVMValueRef flat_index(Lower *L, const Layout *l, uint32_t r) {
   uint32_t reg_flat = layout_apply(l, r, 0, 0);
   ThreadInfo *t = thread_info(L, l);
   if (!reg_flat) return t->flat;
+  uint32_t thread_bits = 0;
+  for (int i = 0; i < l->nlane; i++) thread_bits |= l->lane[i];
+  for (int i = 0; i < l->nwarp; i++) thread_bits |= l->warp[i];
+  /* Disjoint bits: XOR is an add, which LLVM folds into address offsets
+   * (base + thread part + constant). */
+  if (!(reg_flat & thread_bits)) return LLVMBuildNUWAdd(L->b, t->flat, const_i32(L, reg_flat), "");
   return LLVMBuildXor(L->b, t->flat, const_i32(L, reg_flat), "");
 }
 

@@ -207,10 +207,20 @@ static const char *libdevice_name(OpKind kind) {
   }
 }
 
+/* log2(e), for exp(x) = 2^(x * log2(e)). */
+#define LOG2_E 1.4426950408889634
+
 static LLVMValueRef math_scalar(Lower *L, OpKind kind, LLVMValueRef a, ScalarKind k) {
   if (narrow_float(k)) return float_to_float(L, math_scalar(L, kind, float_to_float(L, a, k, SK_F32), SK_F32), SK_F32, k);
   LLVMTypeRef t = llvm_elem_type(L, k);
   bool f64 = k == SK_F64;
+  /* f32 exp and exp2 use the special-function unit's ex2.approx (relative
+   * error about 2^-22, plus |x| * 2^-24 for exp from rounding x * log2(e)),
+   * which the spec allows; this is what bounds softmax and attention. */
+  if (!f64 && (kind == OP_EXP || kind == OP_EXP2)) {
+    LLVMValueRef x = kind == OP_EXP ? LLVMBuildFMul(L->b, a, LLVMConstReal(t, LOG2_E), "") : a;
+    return call_intrinsic(L, "llvm.nvvm.ex2.approx.f", t, &x, 1);
+  }
   char name[48];
   const char *nv = libdevice_name(kind);
   if (nv) {

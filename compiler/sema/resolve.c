@@ -431,9 +431,11 @@ static void resolve_item(Resolver *r, Item *it) {
     return;
   }
   StmtContext ctx = it->kind == ITEM_KERNEL ? CTX_KERNEL : CTX_FN;
+  resolve_params(r, it);
+  /* After the parameters: annotation arguments may name const parameters
+   * (@warps(WARPS)). */
   resolve_annotations(r, it->annots, it->nannots, it->kind == ITEM_KERNEL ? ANNOT_ON_KERNEL : 0,
                       it->kind == ITEM_KERNEL ? "kernels" : "functions");
-  resolve_params(r, it);
   resolve_type(r, it->ret);
   resolve_block(r, it->body, ctx, true);
   if (it->kind == ITEM_FN && it->ret) {

@@ -191,6 +191,18 @@ Test(runtime, create_rejects_bad_calls) {
   cr_expect_null(rt);
 }
 
+Test(runtime, config_defaults) {
+  tile_config cfg;
+  memset(&cfg, 0xab, sizeof cfg);
+  tile_config_init(&cfg);
+  cr_expect_eq(cfg.device, 0);
+  cr_expect_null(cfg.alloc);
+  cr_expect_null(cfg.free);
+  cr_expect_null(cfg.log);
+  cr_expect_null(cfg.driver_library);
+  cr_expect_eq(cfg.log_level, TILE_LOG_INFO);
+}
+
 typedef struct counting_allocator {
   int allocs, frees;
   size_t live_bytes;
@@ -388,27 +400,20 @@ Test(meta_bad, bad_numbers) {
   expect_bad_meta("tile-kernel 1\nname k\nwarps 0\nshared 0\nend\n", "bad warp count '0'", "from 1 to 32");
   expect_bad_meta("tile-kernel 1\nname k\nwarps 33\nshared 0\nend\n", "bad warp count '33'", NULL);
   expect_bad_meta("tile-kernel 1\nname k\nwarps 04\nshared 0\nend\n", "bad warp count '04'", NULL);
-  expect_bad_meta("tile-kernel 1\nname k\nwarps 4\nshared 99999999999999999999999\nend\n", "line 4:",
-                  "bad shared memory size");
+  expect_bad_meta("tile-kernel 1\nname k\nwarps 4\nshared 99999999999999999999999\nend\n",
+                  "line 4:", "bad shared memory size");
   expect_bad_meta("tile-kernel 1\nname k\nwarps 4\nshared -1\nend\n", "bad shared memory size '-1'", NULL);
 }
 
-Test(meta_bad, unknown_line) {
-  expect_bad_body("color blue\nend\n", "metadata line 5: unknown line 'color'", NULL);
-}
+Test(meta_bad, unknown_line) { expect_bad_body("color blue\nend\n", "metadata line 5: unknown line 'color'", NULL); }
 
-Test(meta_bad, missing_end) {
-  expect_bad_body("param n i32\n", "missing 'end' line", NULL);
-}
+Test(meta_bad, missing_end) { expect_bad_body("param n i32\n", "missing 'end' line", NULL); }
 
-Test(meta_bad, text_after_end) {
-  expect_bad_body("end\nparam n i32\n", "line 6: text after 'end'", NULL);
-}
+Test(meta_bad, text_after_end) { expect_bad_body("end\nparam n i32\n", "line 6: text after 'end'", NULL); }
 
 Test(meta_bad, wrong_header_or_version) {
   expect_bad_meta("tile-kernal 1\nname k\nwarps 4\nshared 0\nend\n", "line 1:", "not tile kernel metadata");
-  expect_bad_meta("tile-kernel 2\nname k\nwarps 4\nshared 0\nend\n", "version '2' is not supported",
-                  "reads version 1");
+  expect_bad_meta("tile-kernel 2\nname k\nwarps 4\nshared 0\nend\n", "version '2' is not supported", "reads version 1");
   expect_bad_meta("name k\ntile-kernel 1\nwarps 4\nshared 0\nend\n", "line 1:", NULL);
   expect_bad_meta("", "empty text", NULL);
 }
@@ -635,13 +640,50 @@ static uint16_t f16_reference(double x) {
 }
 
 Test(packing, f16_matches_the_compiler) {
-  const double values[] = {0.0, -0.0, 1.0, -2.5, 0.1, 65504.0, 65519.99, 65520.0, 1e-5, 5.960464477539063e-08,
-                           2.9802322387695312e-08, 2.98023223876953125e-08 * 1.0000001, 6.103515625e-05,
-                           1.00048828125, 1.00146484375, 3.14159265358979, -1e10, INFINITY, -INFINITY};
+  const double values[] = {0.0,
+                           -0.0,
+                           1.0,
+                           -2.5,
+                           0.1,
+                           65504.0,
+                           65519.99,
+                           65520.0,
+                           1e-5,
+                           5.960464477539063e-08,
+                           2.9802322387695312e-08,
+                           2.98023223876953125e-08 * 1.0000001,
+                           6.103515625e-05,
+                           1.00048828125,
+                           1.00146484375,
+                           3.14159265358979,
+                           -1e10,
+                           INFINITY,
+                           -INFINITY};
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
     cr_expect_eq(tilert_f16_bits(values[i]), f16_reference(values[i]), "f16 of %.17g: 0x%04x, expected 0x%04x",
                  values[i], tilert_f16_bits(values[i]), f16_reference(values[i]));
   cr_expect_eq(tilert_f16_bits(NAN) & 0x7e00, 0x7e00, "NaN is not a quiet NaN");
+}
+
+/* Doubles spread over every exponent a half can round to (and beyond),
+ * with random fractions, including exact halfway cases. */
+Test(packing, f16_sweep_matches_the_compiler) {
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  int wrong = 0;
+  double first_wrong = 0;
+  for (int i = 0; i < 200000; i++) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17; /* xorshift64 */
+    uint64_t exp = 1023 - 30 + (state >> 58) % 48;                   /* 2^-30 .. 2^17 */
+    uint64_t fraction = state & ((UINT64_C(1) << 52) - 1);
+    if (i % 4 == 0) fraction &= ~((UINT64_C(1) << 41) - 1) | (UINT64_C(1) << 40); /* a tie for normals */
+    uint64_t bits = (state & (UINT64_C(1) << 63)) | exp << 52 | fraction;
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    uint16_t got = tilert_f16_bits(x), want = f16_reference(x);
+    if (got != want && wrong++ == 0) first_wrong = x;
+  }
+  cr_expect_eq(wrong, 0, "%d wrong f16 conversions, the first of %a: 0x%04x, expected 0x%04x", wrong, first_wrong,
+               tilert_f16_bits(first_wrong), f16_reference(first_wrong));
 }
 
 Test(packing, bf16_rounds_to_nearest_even) {
@@ -654,7 +696,7 @@ Test(packing, bf16_rounds_to_nearest_even) {
   /* just above the first halfway point rounds up */
   cr_expect_eq(tilert_bf16_bits(1.0039063), 0x3f81);
   cr_expect_eq(tilert_bf16_bits(3.3895313892515355e38), 0x7f7f); /* largest finite */
-  cr_expect_eq(tilert_bf16_bits(3.40e38), 0x7f80);                /* rounds to infinity */
-  cr_expect_eq(tilert_bf16_bits(9.183549615799121e-41), 0x0001);  /* smallest subnormal */
+  cr_expect_eq(tilert_bf16_bits(3.40e38), 0x7f80);               /* rounds to infinity */
+  cr_expect_eq(tilert_bf16_bits(9.183549615799121e-41), 0x0001); /* smallest subnormal */
   cr_expect_eq(tilert_bf16_bits(0.0), 0x0000);
 }

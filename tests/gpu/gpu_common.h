@@ -1,0 +1,76 @@
+/* gpu_common.h - shared pieces of the GPU test suite and the GPU
+ * benchmarks (one program, tile-gpu, with the commands `test` and `bench`,
+ * so that a single statically linked binary travels to the GPU machine).
+ *
+ * A kernel variant is compiled in process (front end, interpreter IR and
+ * the NVPTX back end), its cubin loaded through libtile, and host buffers
+ * mirror device buffers so the same inputs can run in the interpreter.
+ */
+#ifndef TILE_GPU_COMMON_H
+#define TILE_GPU_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tile.h"
+#include "tilec.h"
+
+/* Exit status meson reads as "skipped". */
+#define EXIT_SKIP 77
+
+typedef struct Gpu {
+  tile_runtime *rt;
+  tile_device_properties props;
+  const char *source_root;
+  int passed, failed;
+} Gpu;
+
+/* A compiled variant: compilation (for the interpreter), module, kernel. */
+typedef struct Variant {
+  tc_compilation *comp;
+  tile_module *mod;
+  tile_kernel *kernel;
+  double compile_ms; /* tc_compile + tc_generate */
+} Variant;
+
+/* A host buffer mirrored on the device. */
+typedef struct DBuf {
+  const char *name;
+  int kind; /* ScalarKind of the elements */
+  size_t n, elem_bytes;
+  void *host;
+  uint64_t dev;
+} DBuf;
+
+/* Deterministic inputs. */
+typedef struct Rng {
+  uint64_t state;
+} Rng;
+double rng_uniform(Rng *r, double lo, double hi);
+
+/* Creates the runtime; returns false (and prints why) when there is no
+ * driver or device, so the caller can exit with EXIT_SKIP. */
+bool gpu_open(Gpu *g, const char *source_root);
+void gpu_close(Gpu *g);
+
+/* Compiles `relpath` (under the source root) with NAME=VALUE defines
+ * (NULL-terminated pairs) to a cubin and loads its only kernel. */
+bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Variant *v);
+void variant_free(Variant *v);
+int64_t variant_const(const Variant *v, const char *name, int64_t fallback);
+
+bool dbuf_alloc(Gpu *g, DBuf *b, const char *name, const char *elem, size_t n);
+void dbuf_free(Gpu *g, DBuf *b);
+void dbuf_fill(DBuf *b, Rng *r, double lo, double hi);
+/* NaN for floats, 0x5A bytes for integers, on the host copy. */
+void dbuf_poison(DBuf *b);
+double dbuf_get(const DBuf *b, size_t i);
+void dbuf_set(DBuf *b, size_t i, double v);
+bool dbuf_upload(Gpu *g, DBuf *b);
+bool dbuf_download(Gpu *g, DBuf *b);
+
+double now_ms(void);
+int cmp_double(const void *a, const void *b);
+
+#endif

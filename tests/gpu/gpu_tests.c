@@ -1,0 +1,254 @@
+/* gpu_tests.c - the GPU test suite (`tile-gpu test`): every kernel of
+ * lang/std and tests/kernels compiled in process, launched through libtile
+ * on fresh random inputs with outputs poisoned first (sizes that are not
+ * multiples of the blocks), and compared with the interpreter run on the
+ * same inputs. The interpreter itself is checked against C references in
+ * double by the CPU suites, so agreement here closes the chain.
+ *
+ * Tolerances (norm-wise relative error against the interpreter): exact for
+ * integer results and conversions, 1e-5 for f32 math (the GPU's exp/log
+ * come from libdevice, within a few ulp, and reductions add in another
+ * order), 1e-2 for results stored as bf16.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_common.h"
+#include "interp/numeric.h"
+
+#define MAX_ARGS 16
+#define F32_TOL 1e-5
+#define BF16_TOL 1e-2
+
+typedef enum Role { IN, OUT, ZERO, SCALAR } Role;
+
+typedef struct Arg {
+  const char *name;
+  Role role;
+  size_t n;      /* elements (buffers) */
+  double lo, hi; /* IN: uniform range */
+  double value;  /* SCALAR */
+  double tol;    /* OUT/ZERO: allowed relative error, 0 = exact */
+} Arg;
+
+typedef struct Case {
+  const char *name, *file;
+  const char *defines[16];
+  int64_t grid_count;     /* grid x = cdiv(grid_count, const grid_const) ... */
+  const char *grid_const; /* ... or grid_count itself when NULL */
+  int64_t grid_y;
+  Arg args[MAX_ARGS];
+  void (*prepare)(DBuf *bufs, int n); /* optional: special input values */
+} Case;
+
+static const Arg *find_arg(const Case *c, const char *name) {
+  for (int i = 0; i < MAX_ARGS && c->args[i].name; i++)
+    if (!strcmp(c->args[i].name, name)) return &c->args[i];
+  return NULL;
+}
+
+/* Norm-wise relative error of the GPU result against the interpreter's;
+ * NaN must match NaN. */
+static double compare(const DBuf *gpu, const void *interp_host, double *max_ref) {
+  DBuf ib = *gpu;
+  ib.host = (void *)interp_host;
+  double max_err = 0;
+  *max_ref = 0;
+  for (size_t i = 0; i < gpu->n; i++) {
+    double a = dbuf_get(gpu, i), b = dbuf_get(&ib, i);
+    if (isnan(a) || isnan(b)) {
+      if (isnan(a) != isnan(b)) return INFINITY;
+      continue;
+    }
+    max_err = fmax(max_err, fabs(a - b));
+    *max_ref = fmax(*max_ref, fabs(b));
+  }
+  return *max_ref > 0 ? max_err / *max_ref : max_err;
+}
+
+static void set_tile_arg(tile_arg *t, tc_arg *ia, const tc_param *p, const Arg *a, const DBuf *b) {
+  memset(ia, 0, sizeof *ia);
+  if (p->kind == TC_PARAM_PTR) {
+    *t = tile_arg_ptr(b->dev);
+    ia->p = b->host;
+  } else if (p->kind == TC_PARAM_FLOAT) {
+    *t = tile_arg_f64(a->value);
+    ia->f = a->value;
+  } else {
+    *t = tile_arg_i64((int64_t)a->value);
+    ia->i = (int64_t)a->value;
+  }
+}
+
+static bool run_case(Gpu *g, const Case *c, uint64_t seed) {
+  Variant v;
+  bool ok = variant_build(g, c->file, c->defines, &v);
+  int n = ok ? tc_param_count(v.comp, 0) : 0;
+  DBuf bufs[MAX_ARGS] = {0};
+  void *interp_host[MAX_ARGS] = {0};
+  tile_arg targs[MAX_ARGS];
+  tc_arg iargs[MAX_ARGS];
+  tc_buffer ibufs[MAX_ARGS];
+  int nib = 0;
+  Rng rng = {seed};
+  for (int i = 0; ok && i < n; i++) {
+    tc_param p = tc_param_get(v.comp, 0, i);
+    const Arg *a = find_arg(c, p.name);
+    if (!a) {
+      printf("  no argument for parameter '%s'\n", p.name);
+      ok = false;
+      break;
+    }
+    if (p.kind == TC_PARAM_PTR) {
+      ok = dbuf_alloc(g, &bufs[i], p.name, p.elem, a->n);
+      if (!ok) break;
+      if (a->role == IN) dbuf_fill(&bufs[i], &rng, a->lo, a->hi);
+      else if (a->role == OUT) dbuf_poison(&bufs[i]);
+    }
+    set_tile_arg(&targs[i], &iargs[i], &p, a, &bufs[i]);
+  }
+  if (ok && c->prepare) c->prepare(bufs, n);
+  for (int i = 0; ok && i < n; i++) {
+    if (!bufs[i].host) continue;
+    ok = dbuf_upload(g, &bufs[i]);
+    /* The interpreter gets its own copy of the same initial contents. */
+    interp_host[i] = malloc(bufs[i].n * bufs[i].elem_bytes);
+    memcpy(interp_host[i], bufs[i].host, bufs[i].n * bufs[i].elem_bytes);
+    iargs[i].p = interp_host[i];
+    ibufs[nib++] = (tc_buffer){interp_host[i], bufs[i].n * bufs[i].elem_bytes, bufs[i].name};
+  }
+  int64_t gx = c->grid_count;
+  if (ok && c->grid_const) {
+    int64_t block = variant_const(&v, c->grid_const, 1);
+    gx = (c->grid_count + block - 1) / block;
+  }
+  uint32_t grid[3] = {(uint32_t)gx, (uint32_t)(c->grid_y ? c->grid_y : 1), 1};
+  if (ok && (tile_launch(v.kernel, grid, NULL, targs, n) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  launch failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  for (int i = 0; ok && i < n; i++)
+    if (bufs[i].host) ok = dbuf_download(g, &bufs[i]);
+  if (ok) {
+    char *err = NULL;
+    int64_t igrid[3] = {grid[0], grid[1], grid[2]};
+    if (!tc_interpret(v.comp, 0, igrid, iargs, n, ibufs, nib, 0, &err)) {
+      printf("  interpreter: %s\n", err);
+      ok = false;
+    }
+    free(err);
+  }
+  for (int i = 0; ok && i < n; i++) {
+    const Arg *a = find_arg(c, bufs[i].name ? bufs[i].name : "");
+    if (!bufs[i].host || !a || (a->role != OUT && a->role != ZERO)) continue;
+    double ref, err = compare(&bufs[i], interp_host[i], &ref);
+    bool pass = a->tol == 0 ? err == 0 : err <= a->tol;
+    if (!pass) printf("  %s: relative error %.3g vs the interpreter (limit %.3g, max |ref| %.3g)\n", bufs[i].name, err, a->tol, ref);
+    ok = ok && pass;
+  }
+  for (int i = 0; i < n; i++) {
+    dbuf_free(g, &bufs[i]);
+    free(interp_host[i]);
+  }
+  variant_free(&v);
+  return ok;
+}
+
+/* ---- special inputs ---- */
+
+static void prepare_casts(DBuf *bufs, int n) {
+  static const double specials[] = {NAN, INFINITY, -INFINITY, 1e30, -1e30, 448, 464, 480, 65504, 65520, 3e9,
+                                    -3e9, 255.5, 256, -0.0, 1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 1e-40, 0x1p-10, 0x1p-17};
+  for (int i = 0; i < n; i++) {
+    if (!bufs[i].name || strcmp(bufs[i].name, "x")) continue;
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0] && k < bufs[i].n; k++) dbuf_set(&bufs[i], k, specials[k]);
+  }
+}
+
+/* ---- the cases ---- */
+
+#define SC(nm, v) {nm, SCALAR, 0, 0, 0, v, 0}
+#define INB(nm, n, lo, hi) {nm, IN, n, lo, hi, 0, 0}
+#define OUTB(nm, n, tol) {nm, OUT, n, 0, 0, 0, tol}
+#define ZEROB(nm, n, tol) {nm, ZERO, n, 0, 0, 0, tol}
+
+static const Case cases[] = {
+    {"vector_add f32", "tests/kernels/vector_add.tile", {"T", "f32", NULL}, 100003, "BLOCK", 0,
+     {OUTB("z", 100003, 0), INB("x", 100003, -100, 100), INB("y", 100003, -100, 100), SC("n", 100003)}, NULL},
+    {"vector_add i32", "tests/kernels/vector_add.tile", {"T", "i32", "BLOCK", "256", NULL}, 777, "BLOCK", 0,
+     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL},
+    {"vector_add bf16", "tests/kernels/vector_add.tile", {"T", "bf16", NULL}, 5000, "BLOCK", 0,
+     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL},
+    {"reductions", "tests/kernels/reductions.tile", {NULL}, 33, "BLOCK_R", 0,
+     {OUTB("row_sum", 33, F32_TOL), OUTB("row_max", 33, 0), OUTB("row_argmax", 33, 0), ZEROB("col_sum", 50, F32_TOL),
+      ZEROB("total", 1, F32_TOL), INB("x", 33 * 50, -10, 10), SC("rows", 33), SC("cols", 50)}, NULL},
+    {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
+     {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
+      OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
+     prepare_casts},
+    {"histogram", "tests/kernels/atomics.tile", {NULL}, 1000, "BLOCK", 0,
+     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL},
+    {"naive_attention", "tests/kernels/naive_attention.tile", {NULL}, 2, NULL, 0,
+     {OUTB("out", 2 * 100 * 64, F32_TOL), INB("q", 2 * 100 * 64, -1, 1), INB("k", 2 * 100 * 64, -1, 1),
+      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL},
+    {"naive_attention causal", "tests/kernels/naive_attention.tile", {"CAUSAL", "true", NULL}, 1, NULL, 0,
+     {OUTB("out", 128 * 64, F32_TOL), INB("q", 128 * 64, -1, 1), INB("k", 128 * 64, -1, 1),
+      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL},
+    {"softmax 37x1000", "lang/std/softmax.tile", {NULL}, 37, NULL, 0,
+     {OUTB("out", 37 * 1024, F32_TOL), INB("x", 37 * 1024, -4, 4), SC("n", 1000), SC("stride", 1024)}, NULL},
+    {"softmax 5x4096", "lang/std/softmax.tile", {"BLOCK", "4096", NULL}, 5, NULL, 0,
+     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL},
+    {"layernorm f32", "lang/std/layernorm.tile", {NULL}, 13, NULL, 0,
+     {OUTB("y", 13 * 2512, F32_TOL), INB("x", 13 * 2512, -2, 3), INB("w", 2500, 0.5, 1.5), INB("b", 2500, -1, 1),
+      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL},
+    {"layernorm bf16", "lang/std/layernorm.tile", {"T", "bf16", "BLOCK", "256", NULL}, 7, NULL, 0,
+     {OUTB("y", 7 * 784, BF16_TOL), INB("x", 7 * 784, -2, 3), INB("w", 777, 0.5, 1.5), INB("b", 777, -1, 1),
+      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL},
+    {"gemm bf16 300x200x100", "lang/std/gemm.tile", {NULL}, 3 * 2, NULL, 0,
+     {OUTB("c", 300 * 200, F32_TOL), INB("a", 300 * 100, -1, 1), INB("b", 100 * 200, -1, 1), SC("m", 300),
+      SC("n", 200), SC("k", 100), SC("stride_am", 100), SC("stride_ak", 1), SC("stride_bk", 200), SC("stride_bn", 1),
+      SC("stride_cm", 200), SC("stride_cn", 1)}, NULL},
+    {"gemm f32 small blocks", "lang/std/gemm.tile",
+     {"T", "f32", "BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "GROUP_M", "2", NULL}, 5 * 4, NULL, 0,
+     {OUTB("c", 130 * 97, F32_TOL), INB("a", 130 * 129, -1, 1), INB("b", 129 * 97, -1, 1), SC("m", 130), SC("n", 97),
+      SC("k", 129), SC("stride_am", 129), SC("stride_ak", 1), SC("stride_bk", 97), SC("stride_bn", 1),
+      SC("stride_cm", 97), SC("stride_cn", 1)}, NULL},
+    {"flash_attention d64 full", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", NULL}, 300, "BLOCK_M", 2 * 3,
+     {OUTB("out", 2 * 3 * 300 * 64, BF16_TOL), INB("q", 2 * 3 * 300 * 64, -1, 1), INB("k", 2 * 3 * 300 * 64, -1, 1),
+      INB("v", 2 * 3 * 300 * 64, -1, 1), SC("seqlen", 300), SC("heads", 3), SC("sm_scale", 0.125),
+      SC("stride_b", 3 * 300 * 64), SC("stride_h", 300 * 64), SC("stride_n", 64)}, NULL},
+    {"flash_attention d128 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL},
+     257, "BLOCK_M", 2,
+     {OUTB("out", 2 * 257 * 128, BF16_TOL), INB("q", 2 * 257 * 128, -1, 1), INB("k", 2 * 257 * 128, -1, 1),
+      INB("v", 2 * 257 * 128, -1, 1), SC("seqlen", 257), SC("heads", 2), SC("sm_scale", 0.08838834764831845),
+      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL},
+    {"flash_attention d64 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", "CAUSAL", "true", NULL},
+     190, "BLOCK_M", 1,
+     {OUTB("out", 190 * 64, BF16_TOL), INB("q", 190 * 64, -1, 1), INB("k", 190 * 64, -1, 1),
+      INB("v", 190 * 64, -1, 1), SC("seqlen", 190), SC("heads", 1), SC("sm_scale", 0.125),
+      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL},
+};
+
+int gpu_tests_main(int argc, char **argv, const char *source_root) {
+  const char *only = argc > 0 ? argv[0] : NULL;
+  Gpu g;
+  if (!gpu_open(&g, source_root)) {
+    printf("SKIP: the GPU suite needs a CUDA device\n");
+    return EXIT_SKIP;
+  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const Case *c = &cases[i];
+    if (only && !strstr(c->name, only)) continue;
+    double t0 = now_ms();
+    bool ok = run_case(&g, c, 1000 + i);
+    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", c->name, now_ms() - t0);
+    fflush(stdout);
+    if (ok) g.passed++;
+    else g.failed++;
+  }
+  printf("%d passed, %d failed\n", g.passed, g.failed);
+  gpu_close(&g);
+  return g.failed ? 1 : 0;
+}

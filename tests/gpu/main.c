@@ -1,0 +1,29 @@
+/* main.c - tile-gpu: the GPU test suite and the GPU benchmarks in one
+ * program, so that one statically linked binary carries the compiler (with
+ * LLVM) to a GPU machine that has no LLVM installed.
+ *
+ *   tile-gpu test [NAME]   run the GPU tests (those whose name contains NAME)
+ *   tile-gpu bench         run the benchmarks; last a Markdown table
+ *
+ * Sources (.tile files) are read from TILE_SOURCE_ROOT, or the directory
+ * given by --root DIR before the command. Exits 77 (skipped) without a GPU.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#ifndef TILE_SOURCE_ROOT
+#define TILE_SOURCE_ROOT "."
+#endif
+
+int gpu_tests_main(int argc, char **argv, const char *source_root);
+int gpu_bench_main(int argc, char **argv, const char *source_root);
+
+int main(int argc, char **argv) {
+  const char *root = TILE_SOURCE_ROOT;
+  int i = 1;
+  if (i + 1 < argc && !strcmp(argv[i], "--root")) root = argv[i + 1], i += 2;
+  if (i < argc && !strcmp(argv[i], "test")) return gpu_tests_main(argc - i - 1, argv + i + 1, root);
+  if (i < argc && !strcmp(argv[i], "bench")) return gpu_bench_main(argc - i - 1, argv + i + 1, root);
+  fprintf(stderr, "usage: tile-gpu [--root DIR] test [NAME] | bench\n");
+  return 2;
+}
