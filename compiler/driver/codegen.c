@@ -73,21 +73,6 @@ static void add_meta_global(LLVMModuleRef m, const char *kernel, const char *tex
 
 /* ---- the pipeline ---- */
 
-void codegen_free(tc_compilation *c) {
-  free(c->lowered);
-  free(c->llvm_ir);
-  free(c->ptx);
-  free(c->cubin);
-  if (c->code && c->module)
-    for (int i = 0; i < c->module->nfuncs; i++) free(c->code[i].meta);
-  free(c->code);
-  c->lowered = c->llvm_ir = c->ptx = NULL;
-  c->cubin = NULL;
-  c->code = NULL;
-  c->cubin_size = 0;
-  c->generated = false;
-}
-
 static void report(tc_compilation *c, const char *what, char *msg) {
   diag_error(&c->diags, (SrcLoc){0, 0}, "%s: %s", what, msg ? msg : "failed");
   free(msg);

@@ -5,8 +5,6 @@
 
 #include "compilation.h"
 
-void codegen_free(tc_compilation *c) { (void)c; }
-
 bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   (void)options;
   diag_error(&c->diags, (SrcLoc){0, 0}, "this build of the compiler has no GPU back end (built without LLVM)");

@@ -98,6 +98,23 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
   return c;
 }
 
+/* Frees the GPU back end's results (kept here, not in codegen.c, so that
+ * programs that never generate code do not link LLVM). */
+void codegen_free(tc_compilation *c) {
+  free(c->lowered);
+  free(c->llvm_ir);
+  free(c->ptx);
+  free(c->cubin);
+  if (c->code && c->module)
+    for (int i = 0; i < c->module->nfuncs; i++) free(c->code[i].meta);
+  free(c->code);
+  c->lowered = c->llvm_ir = c->ptx = NULL;
+  c->cubin = NULL;
+  c->code = NULL;
+  c->cubin_size = 0;
+  c->generated = false;
+}
+
 void tc_free(tc_compilation *c) {
   if (!c) return;
   codegen_free(c);

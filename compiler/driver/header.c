@@ -4,9 +4,12 @@
  * cubin as a byte array and a loader, so a C program needs only the header
  * and libtile.
  *
- *   tile_module *mod;  softmax_tile_load(rt, &mod);
+ * Every name starts with the header's name (its guard), so headers of
+ * several specializations of one kernel can be included together:
+ *
+ *   tile_module *mod;  softmax_f32_load(rt, &mod);          (with --embed)
  *   tile_kernel *k;    tile_kernel_get(mod, "softmax", &k);
- *   softmax_launch(k, rows, 1, 1, NULL, out, x, n, stride);
+ *   softmax_f32_softmax_launch(k, rows, 1, 1, NULL, out, x, n, stride);
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -53,21 +56,22 @@ static const char *arg_maker(TType t) {
 static void put_c_string(StrBuf *sb, const char *s) {
   sb_putc(sb, '"');
   for (; *s; s++) {
-    if (*s == '\n') sb_puts(sb, "\\n\"\n    \"");
+    if (*s == '\n') sb_puts(sb, s[1] ? "\\n\"\n         \"" : "\\n");
     else if (*s == '"' || *s == '\\') sb_printf(sb, "\\%c", *s);
     else sb_putc(sb, *s);
   }
   sb_putc(sb, '"');
 }
 
-static void emit_kernel(StrBuf *sb, const Func *f, const char *meta) {
-  sb_printf(sb, "/* Kernel %s: %s */\nstatic const char %s_meta[] =\n    ", f->name, "metadata as stored in the module",
-            f->name);
+static void emit_kernel(StrBuf *sb, const char *prefix, const Func *f, const char *meta) {
+  sb_printf(sb, "/* Kernel %s: its metadata as stored in the module. */\nstatic inline const char *%s_%s_meta(void) {\n"
+                "  return ",
+            f->name, prefix, f->name);
   put_c_string(sb, meta);
-  sb_puts(sb, ";\n\n");
-  sb_printf(sb, "static inline tile_status %s_launch(const tile_kernel *kernel, uint32_t grid_x, uint32_t grid_y,\n"
+  sb_puts(sb, ";\n}\n\n");
+  sb_printf(sb, "static inline tile_status %s_%s_launch(const tile_kernel *kernel, uint32_t grid_x, uint32_t grid_y,\n"
                 "    uint32_t grid_z, tile_stream *stream",
-            f->name);
+            prefix, f->name);
   for (uint32_t i = 0; i < f->body.nargs; i++)
     sb_printf(sb, ",\n    %s %s", c_param_type(f->body.args[i].type), f->params[i].name);
   sb_puts(sb, ") {\n");
@@ -100,7 +104,7 @@ char *tc_emit_header(const tc_compilation *c, const char *guard_name, bool embed
                  "#include \"tile.h\"\n\n",
             guard, guard);
   for (char *p = guard; *p; p++) *p = (char)tolower((unsigned char)*p);
-  for (int i = 0; i < c->module->nfuncs; i++) emit_kernel(&sb, c->module->funcs[i], c->code[i].meta);
+  for (int i = 0; i < c->module->nfuncs; i++) emit_kernel(&sb, guard, c->module->funcs[i], c->code[i].meta);
   if (embed) {
     sb_printf(&sb, "/* The cubin holding every kernel above (sm_90a). */\nstatic const unsigned char %s_cubin[%zu] = {",
               guard, c->cubin_size);

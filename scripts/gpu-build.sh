@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds what runs on the GPU machine (which has no LLVM, re2c or
+# Criterion): tile-gpu (GPU tests and benchmarks, with LLVM linked
+# statically) and the examples, stripped, into gpu-dist/ (git-ignored),
+# which the device tool carries. Then: scripts/gpu-run.sh on the device.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+if [ ! -f build-gpu/build.ninja ]; then
+  meson setup build-gpu -Dllvm_static=true -Dtests=disabled -Dbuildtype=release >/dev/null
+fi
+ninja -C build-gpu tests/gpu/tile-gpu examples/flash_attention/flash_attention examples/vector_add/saxpy >/dev/null
+rm -rf gpu-dist
+mkdir -p gpu-dist
+cp build-gpu/tests/gpu/tile-gpu build-gpu/examples/flash_attention/flash_attention build-gpu/examples/vector_add/saxpy gpu-dist/
+strip gpu-dist/*
+ls -la gpu-dist
