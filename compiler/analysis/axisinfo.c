@@ -52,8 +52,9 @@
 #define AXIS_HASH_MULT 0x9e3779b97f4a7c15ULL
 /* log2(AXIS_MAX_DIVISIBILITY): shifting by more saturates at the cap. */
 #define AXIS_MAX_DIV_LOG2 12
-/* Integer types of at most this many bits have runs shorter than a tile
- * can be (log2(TILE_MAX_ELEMS) + 1); see run_cap. */
+/* Integer types wider than this have half ranges (2^(bits-1)) longer than
+ * any tile dimension (TILE_MAX_ELEMS = 2^20): run_cap only limits narrower
+ * ones. */
 #define AXIS_MAX_RUN_LOG2 21
 /* Shifts by more than this are floor divisions by at least 2^this, which
  * say nothing more than a division by 2^this (and 2^63 is not an int64). */
