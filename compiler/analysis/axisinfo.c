@@ -232,15 +232,6 @@ static bool nonneg(const AxisAnalysis *an, const Value *v) {
   return e ? e->nonneg : !scalar_is_signed((ScalarKind)v->type.kind) && is_int(v->type);
 }
 
-static size_t count_values(const Block *b) {
-  size_t n = b->nargs;
-  for (const Op *op = b->first; op; op = op->next) {
-    n += op->nresults;
-    for (int r = 0; r < op->nregions; r++) n += count_values(&op->regions[r]);
-  }
-  return n;
-}
-
 /* ---- constants behind values -------------------------------------------- */
 
 /* The integer splat value of v, looking through shape ops. */
@@ -834,7 +825,7 @@ static void analyze_block(AxisAnalysis *an, const Block *b) {
 
 AxisAnalysis *axis_analyze(const Func *f, Arena *arena) {
   AxisAnalysis *an = ARENA_NEW(arena, AxisAnalysis);
-  size_t want = count_values(&f->body) * AXIS_SLOTS_PER_VALUE, slots = AXIS_MIN_SLOTS;
+  size_t want = ir_count_values(&f->body) * AXIS_SLOTS_PER_VALUE, slots = AXIS_MIN_SLOTS;
   while (slots < want) slots *= 2;
   an->slots = ARENA_ARRAY(arena, AxisEntry, slots);
   an->mask = slots - 1;

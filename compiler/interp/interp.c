@@ -108,15 +108,6 @@ static uint32_t value_hash(const Value *v, uint32_t cap) {
   return (uint32_t)(h >> 32) & (cap - 1);
 }
 
-static uint32_t count_block_values(const Block *b) {
-  uint32_t n = b->nargs;
-  for (const Op *op = b->first; op; op = op->next) {
-    n += op->nresults;
-    for (int r = 0; r < op->nregions; r++) n += count_block_values(&op->regions[r]);
-  }
-  return n;
-}
-
 static void build_error(Builder *bld, SrcLoc loc, const char *msg) {
   if (bld->error) return;
   bld->error = msg;
@@ -291,7 +282,7 @@ static void compile_func(Interp *ip) {
   Builder bld;
   memset(&bld, 0, sizeof bld);
   bld.ip = ip;
-  uint32_t count = count_block_values(&ip->func->body);
+  uint32_t count = ir_count_values(&ip->func->body);
   bld.map.cap = 16;
   while (bld.map.cap <= 2 * count) bld.map.cap *= 2;
   bld.map.keys = calloc(bld.map.cap, sizeof *bld.map.keys);

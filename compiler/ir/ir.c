@@ -136,3 +136,12 @@ void ir_walk_block(Block *b, IrWalkFn fn, void *user) {
     for (int r = 0; r < op->nregions; r++) ir_walk_block(&op->regions[r], fn, user);
   }
 }
+
+uint32_t ir_count_values(const Block *b) {
+  uint32_t n = b->nargs;
+  for (const Op *op = b->first; op; op = op->next) {
+    n += op->nresults;
+    for (int r = 0; r < op->nregions; r++) n += ir_count_values(&op->regions[r]);
+  }
+  return n;
+}

@@ -157,6 +157,10 @@ bool ir_const_int(const Value *v, int64_t *out);
  * rewrites every operand in the function (chains are followed). */
 void ir_apply_replacements(Func *f);
 
+/* Number of values (block arguments and op results) in b, nested regions
+ * included. */
+uint32_t ir_count_values(const Block *b);
+
 /* Walk: calls fn for every op of a block, depth first (an op before the
  * ops in its regions). */
 typedef void (*IrWalkFn)(Op *op, void *user);

@@ -80,18 +80,21 @@ static void scan_assigned(Gen *g, AstBlock *b, SymList *out) {
   for (int i = 0; i < b->nstmts; i++) scan_stmt(g, b->stmts[i], out);
 }
 
-/* Current values of carried variables. */
-static void carried_values(Gen *g, const SymList *l, Value **vals, TType *types) {
+/* Current values (and their types, if `types` is not NULL) of carried
+ * variables; false if one of them holds an error. */
+static bool carried_values(Gen *g, const SymList *l, Value **vals, TType *types) {
   for (int i = 0; i < l->n; i++) {
-    vals[i] = g->frame->slots[l->items[i]->slot].v;
+    SVal cur = g->frame->slots[l->items[i]->slot];
+    if (!sv_ok(&cur)) return false;
+    vals[i] = cur.v;
     if (types) types[i] = vals[i]->type;
   }
+  return true;
 }
 
 static void emit_yield(Gen *g, const SymList *carried, SrcLoc loc) {
   Op *y = ir_op_new(g->arena, OP_YIELD, carried->n, 0, NULL, 0, loc);
-  carried_values(g, carried, y->operands, NULL);
-  ir_append(g->block, y);
+  if (carried_values(g, carried, y->operands, NULL)) ir_append(g->block, y);
 }
 
 static void bind_carried(Gen *g, const SymList *carried, Value *vals) {
@@ -200,12 +203,8 @@ static void gen_if(Gen *g, Stmt *s) {
   SymList carried = {0};
   scan_stmt(g, s, &carried);
   TType *types = ARENA_ARRAY(g->arena, TType, carried.n + 1);
-  SVal *saved = ARENA_ARRAY(g->arena, SVal, carried.n + 1);
-  for (int i = 0; i < carried.n; i++) {
-    saved[i] = g->frame->slots[carried.items[i]->slot];
-    if (!sv_ok(&saved[i])) return;
-    types[i] = saved[i].v->type;
-  }
+  Value **saved = ARENA_ARRAY(g->arena, Value *, carried.n + 1);
+  if (!carried_values(g, &carried, saved, types)) return;
   Op *op = ir_op_new(g->arena, OP_IF, 1, carried.n, types, 2, s->loc);
   op->operands[0] = cond;
   ir_append(g->block, op);
@@ -213,7 +212,7 @@ static void gen_if(Gen *g, Stmt *s) {
   for (int r = 0; r < 2; r++) {
     AstBlock *b = r == 0 ? s->if_.then_block : s->if_.else_block;
     g->block = &op->regions[r];
-    for (int i = 0; i < carried.n; i++) bind(g, carried.items[i], saved[i]);
+    for (int i = 0; i < carried.n; i++) bind(g, carried.items[i], sv_value(saved[i], s->loc));
     if (b) gen_block(g, b);
     emit_yield(g, &carried, b ? b->loc : s->loc);
   }
@@ -329,12 +328,7 @@ static void gen_for(Gen *g, Stmt *s) {
   int n = carried.n;
   TType *types = ARENA_ARRAY(g->arena, TType, n + 1);
   Value **inits = ARENA_ARRAY(g->arena, Value *, n + 1);
-  for (int i = 0; i < n; i++) {
-    SVal cur = g->frame->slots[carried.items[i]->slot];
-    if (!sv_ok(&cur)) return;
-    inits[i] = cur.v;
-    types[1 + i] = cur.v->type;
-  }
+  if (!carried_values(g, &carried, inits, types + 1)) return;
   Op *op = ir_op_new(g->arena, OP_FOR, 3 + n, n, types + 1, 1, s->loc);
   op->operands[0] = lo;
   op->operands[1] = hi;
@@ -360,12 +354,7 @@ static void gen_while(Gen *g, Stmt *s) {
   int n = carried.n;
   TType *types = ARENA_ARRAY(g->arena, TType, n + 1);
   Value **inits = ARENA_ARRAY(g->arena, Value *, n + 1);
-  for (int i = 0; i < n; i++) {
-    SVal cur = g->frame->slots[carried.items[i]->slot];
-    if (!sv_ok(&cur)) return;
-    inits[i] = cur.v;
-    types[i] = cur.v->type;
-  }
+  if (!carried_values(g, &carried, inits, types)) return;
   Op *op = ir_op_new(g->arena, OP_WHILE, n, n, types, 2, s->loc);
   for (int i = 0; i < n; i++) op->operands[i] = inits[i];
   ir_append(g->block, op);
