@@ -142,9 +142,9 @@ typedef struct RowKernel {
   bool layernorm;
 } RowKernel;
 
-static double time_row_kernel(Gpu *g, const RowKernel *rk, int n, int warps, uint64_t *bufs, size_t rows) {
+static double time_row_kernel(Gpu *g, const RowKernel *rk, int n, int blk, int warps, uint64_t *bufs, size_t rows) {
   char block[16], w[16];
-  snprintf(block, sizeof block, "%d", n);
+  snprintf(block, sizeof block, "%d", blk);
   snprintf(w, sizeof w, "%d", warps);
   Variant v;
   if (!variant_build(g, rk->file, (const char *[]){"BLOCK", block, "WARPS", w, NULL}, &v)) return -1;
@@ -176,17 +176,20 @@ static void bench_rows(Gpu *g, double copy, const RowKernel *rk, int n) {
     tile_mem_alloc(g->rt, rows * 4, &bufs[5]);
   }
   double best = INFINITY;
-  int best_warps = 0;
-  for (int w = 4; w <= 32; w *= 2) {
-    if (n / (32 * w) < MIN_ELEMS_PER_THREAD) break;
-    double ms = time_row_kernel(g, rk, n, w, bufs, rows);
-    if (ms > 0 && ms < best) best = ms, best_warps = w;
-  }
+  int best_warps = 0, best_block = n;
+  /* softmax needs the whole row in one tile; layernorm may take it in
+   * BLOCK-sized pieces (the first kept in registers). */
+  for (int blk = n; blk >= (rk->layernorm ? n / 2 : n); blk /= 2)
+    for (int w = 4; w <= 32; w *= 2) {
+      if (blk / (32 * w) < MIN_ELEMS_PER_THREAD) break;
+      double ms = time_row_kernel(g, rk, n, blk, w, bufs, rows);
+      if (ms > 0 && ms < best) best = ms, best_warps = w, best_block = blk;
+    }
   /* Bytes each row must move: read x once, write the output once (plus
    * the two per-row statistics of layernorm). */
   double bytes = 8.0 * (double)total + (rk->layernorm ? 8.0 * (double)rows : 0);
   char name[96];
-  snprintf(name, sizeof name, "%s f32, rows of %d, %d warps (GB/s)", rk->label, n, best_warps);
+  snprintf(name, sizeof name, "%s f32, rows of %d, BLOCK %d, %d warps (GB/s)", rk->label, n, best_block, best_warps);
   add_row(name, bytes / (best * 1e6), copy, "GB/s");
   for (int i = 0; i < (rk->layernorm ? 6 : 2); i++) tile_mem_free(g->rt, bufs[i]);
 }

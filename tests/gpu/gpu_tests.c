@@ -5,6 +5,9 @@
  * same inputs. The interpreter itself is checked against C references in
  * double by the CPU suites, so agreement here closes the chain.
  *
+ * Several cases are also checked against a plain C reference in double
+ * (the `reference` hook), so the GPU result is tied to the math directly.
+ *
  * Tolerances (norm-wise relative error against the interpreter): exact for
  * integer results and conversions, 1e-5 for f32 math (the GPU's exp/log
  * come from libdevice, within a few ulp, and reductions add in another
@@ -41,7 +44,99 @@ typedef struct Case {
   int64_t grid_y;
   Arg args[MAX_ARGS];
   void (*prepare)(DBuf *bufs, int n); /* optional: special input values */
+  /* optional: relative error of the GPU outputs against a C reference in
+   * double computed from the inputs; `tol` is the limit */
+  double (*reference)(DBuf *bufs, int n);
+  double ref_tol;
 } Case;
+
+/* The buffer of parameter `name`. */
+static DBuf *buf(DBuf *bufs, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (bufs[i].name && !strcmp(bufs[i].name, name)) return &bufs[i];
+  return NULL;
+}
+
+/* Norm-wise relative error of b's first n elements against want. */
+static double error_vs(const DBuf *b, const double *want, size_t n) {
+  double max_err = 0, max_ref = 0;
+  for (size_t i = 0; i < n; i++) {
+    double g = dbuf_get(b, i);
+    if (isnan(g)) return INFINITY;
+    max_err = fmax(max_err, fabs(g - want[i]));
+    max_ref = fmax(max_ref, fabs(want[i]));
+  }
+  return max_ref > 0 ? max_err / max_ref : max_err;
+}
+
+static double ref_vector_add(DBuf *bufs, int n) {
+  DBuf *z = buf(bufs, n, "z"), *x = buf(bufs, n, "x"), *y = buf(bufs, n, "y");
+  double *want = malloc(sizeof(double) * z->n);
+  for (size_t i = 0; i < z->n; i++) want[i] = dbuf_get(x, i) + dbuf_get(y, i);
+  double e = error_vs(z, want, z->n);
+  free(want);
+  return e;
+}
+
+/* softmax over rows of `cols` valid elements, `stride` apart */
+static double ref_softmax_rows(DBuf *bufs, int n, size_t rows, size_t cols, size_t stride) {
+  DBuf *out = buf(bufs, n, "out"), *x = buf(bufs, n, "x");
+  double worst = 0, *want = malloc(sizeof(double) * cols);
+  DBuf row = *out;
+  for (size_t r = 0; r < rows; r++) {
+    double m = -INFINITY, s = 0;
+    for (size_t j = 0; j < cols; j++) m = fmax(m, dbuf_get(x, r * stride + j));
+    for (size_t j = 0; j < cols; j++) s += exp(dbuf_get(x, r * stride + j) - m);
+    for (size_t j = 0; j < cols; j++) want[j] = exp(dbuf_get(x, r * stride + j) - m) / s;
+    row.host = (char *)out->host + r * stride * out->elem_bytes;
+    worst = fmax(worst, error_vs(&row, want, cols));
+  }
+  free(want);
+  return worst;
+}
+static double ref_softmax_37(DBuf *bufs, int n) { return ref_softmax_rows(bufs, n, 37, 1000, 1024); }
+
+static double ref_gemm(DBuf *bufs, int n, size_t M, size_t N, size_t K) {
+  DBuf *c = buf(bufs, n, "c"), *a = buf(bufs, n, "a"), *b = buf(bufs, n, "b");
+  double *want = malloc(sizeof(double) * M * N);
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      double s = 0;
+      for (size_t p = 0; p < K; p++) s += dbuf_get(a, i * K + p) * dbuf_get(b, p * N + j);
+      want[i * N + j] = s;
+    }
+  double e = error_vs(c, want, M * N);
+  free(want);
+  return e;
+}
+static double ref_gemm_300(DBuf *bufs, int n) { return ref_gemm(bufs, n, 300, 200, 100); }
+
+/* Attention over [bh][seqlen][d] tensors (BHSD, contiguous). */
+static double ref_attention(DBuf *bufs, int n, size_t bh, size_t seqlen, size_t d, double scale, bool causal) {
+  DBuf *o = buf(bufs, n, "out"), *q = buf(bufs, n, "q"), *k = buf(bufs, n, "k"), *v = buf(bufs, n, "v");
+  double *want = malloc(sizeof(double) * o->n), *p = malloc(sizeof(double) * seqlen);
+  for (size_t h = 0; h < bh; h++)
+    for (size_t i = 0; i < seqlen; i++) {
+      size_t base = h * seqlen * d, last = causal ? i : seqlen - 1;
+      double m = -INFINITY, l = 0;
+      for (size_t j = 0; j <= last; j++) {
+        double s = 0;
+        for (size_t t = 0; t < d; t++) s += dbuf_get(q, base + i * d + t) * dbuf_get(k, base + j * d + t);
+        m = fmax(m, p[j] = s * scale);
+      }
+      for (size_t j = 0; j <= last; j++) l += (p[j] = exp(p[j] - m));
+      for (size_t t = 0; t < d; t++) {
+        double acc = 0;
+        for (size_t j = 0; j <= last; j++) acc += p[j] * dbuf_get(v, base + j * d + t);
+        want[base + i * d + t] = acc / l;
+      }
+    }
+  double e = error_vs(o, want, o->n);
+  free(want), free(p);
+  return e;
+}
+static double ref_flash_d64(DBuf *bufs, int n) { return ref_attention(bufs, n, 6, 300, 64, 0.125, false); }
+static double ref_naive(DBuf *bufs, int n) { return ref_attention(bufs, n, 2, 100, 64, 0.125, false); }
 
 static const Arg *find_arg(const Case *c, const char *name) {
   for (int i = 0; i < MAX_ARGS && c->args[i].name; i++)
@@ -148,6 +243,11 @@ static bool run_case(Gpu *g, const Case *c, uint64_t seed) {
     if (!pass) printf("  %s: relative error %.3g vs the interpreter (limit %.3g, max |ref| %.3g)\n", bufs[i].name, err, a->tol, ref);
     ok = ok && pass;
   }
+  if (ok && c->reference) {
+    double e = c->reference(bufs, n);
+    if (!(e <= c->ref_tol)) printf("  relative error %.3g vs the C reference (limit %.3g)\n", e, c->ref_tol);
+    ok = e <= c->ref_tol;
+  }
   for (int i = 0; i < n; i++) {
     dbuf_free(g, &bufs[i]);
     free(interp_host[i]);
@@ -176,59 +276,61 @@ static void prepare_casts(DBuf *bufs, int n) {
 
 static const Case cases[] = {
     {"vector_add f32", "tests/kernels/vector_add.tile", {"T", "f32", NULL}, 100003, "BLOCK", 0,
-     {OUTB("z", 100003, 0), INB("x", 100003, -100, 100), INB("y", 100003, -100, 100), SC("n", 100003)}, NULL},
+     {OUTB("z", 100003, 0), INB("x", 100003, -100, 100), INB("y", 100003, -100, 100), SC("n", 100003)}, NULL,
+     ref_vector_add, F32_TOL},
     {"vector_add i32", "tests/kernels/vector_add.tile", {"T", "i32", "BLOCK", "256", NULL}, 777, "BLOCK", 0,
-     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL},
+     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL, NULL, 0},
     {"vector_add bf16", "tests/kernels/vector_add.tile", {"T", "bf16", NULL}, 5000, "BLOCK", 0,
-     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL},
+     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL, NULL, 0},
     {"reductions", "tests/kernels/reductions.tile", {NULL}, 33, "BLOCK_R", 0,
      {OUTB("row_sum", 33, F32_TOL), OUTB("row_max", 33, 0), OUTB("row_argmax", 33, 0), ZEROB("col_sum", 50, F32_TOL),
-      ZEROB("total", 1, F32_TOL), INB("x", 33 * 50, -10, 10), SC("rows", 33), SC("cols", 50)}, NULL},
+      ZEROB("total", 1, F32_TOL), INB("x", 33 * 50, -10, 10), SC("rows", 33), SC("cols", 50)}, NULL, NULL, 0},
     {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
-     prepare_casts},
+     prepare_casts, NULL, 0},
     {"histogram", "tests/kernels/atomics.tile", {NULL}, 1000, "BLOCK", 0,
-     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL},
+     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL, NULL, 0},
     {"naive_attention", "tests/kernels/naive_attention.tile", {NULL}, 2, NULL, 0,
      {OUTB("out", 2 * 100 * 64, F32_TOL), INB("q", 2 * 100 * 64, -1, 1), INB("k", 2 * 100 * 64, -1, 1),
-      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL},
+      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL, ref_naive, F32_TOL},
     {"naive_attention causal", "tests/kernels/naive_attention.tile", {"CAUSAL", "true", NULL}, 1, NULL, 0,
      {OUTB("out", 128 * 64, F32_TOL), INB("q", 128 * 64, -1, 1), INB("k", 128 * 64, -1, 1),
-      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL},
+      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL, NULL, 0},
     {"softmax 37x1000", "lang/std/softmax.tile", {NULL}, 37, NULL, 0,
-     {OUTB("out", 37 * 1024, F32_TOL), INB("x", 37 * 1024, -4, 4), SC("n", 1000), SC("stride", 1024)}, NULL},
+     {OUTB("out", 37 * 1024, F32_TOL), INB("x", 37 * 1024, -4, 4), SC("n", 1000), SC("stride", 1024)}, NULL,
+     ref_softmax_37, F32_TOL},
     {"softmax 5x4096", "lang/std/softmax.tile", {"BLOCK", "4096", NULL}, 5, NULL, 0,
-     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL},
+     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL, NULL, 0},
     {"layernorm f32", "lang/std/layernorm.tile", {NULL}, 13, NULL, 0,
      {OUTB("y", 13 * 2512, F32_TOL), INB("x", 13 * 2512, -2, 3), INB("w", 2500, 0.5, 1.5), INB("b", 2500, -1, 1),
-      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL},
+      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL, NULL, 0},
     {"layernorm bf16", "lang/std/layernorm.tile", {"T", "bf16", "BLOCK", "256", NULL}, 7, NULL, 0,
      {OUTB("y", 7 * 784, BF16_TOL), INB("x", 7 * 784, -2, 3), INB("w", 777, 0.5, 1.5), INB("b", 777, -1, 1),
-      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL},
+      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL, NULL, 0},
     {"gemm bf16 300x200x100", "lang/std/gemm.tile", {NULL}, 3 * 2, NULL, 0,
      {OUTB("c", 300 * 200, F32_TOL), INB("a", 300 * 100, -1, 1), INB("b", 100 * 200, -1, 1), SC("m", 300),
       SC("n", 200), SC("k", 100), SC("stride_am", 100), SC("stride_ak", 1), SC("stride_bk", 200), SC("stride_bn", 1),
-      SC("stride_cm", 200), SC("stride_cn", 1)}, NULL},
+      SC("stride_cm", 200), SC("stride_cn", 1)}, NULL, ref_gemm_300, F32_TOL},
     {"gemm f32 small blocks", "lang/std/gemm.tile",
      {"T", "f32", "BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "GROUP_M", "2", NULL}, 5 * 4, NULL, 0,
      {OUTB("c", 130 * 97, F32_TOL), INB("a", 130 * 129, -1, 1), INB("b", 129 * 97, -1, 1), SC("m", 130), SC("n", 97),
       SC("k", 129), SC("stride_am", 129), SC("stride_ak", 1), SC("stride_bk", 97), SC("stride_bn", 1),
-      SC("stride_cm", 97), SC("stride_cn", 1)}, NULL},
+      SC("stride_cm", 97), SC("stride_cn", 1)}, NULL, NULL, 0},
     {"flash_attention d64 full", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", NULL}, 300, "BLOCK_M", 2 * 3,
      {OUTB("out", 2 * 3 * 300 * 64, BF16_TOL), INB("q", 2 * 3 * 300 * 64, -1, 1), INB("k", 2 * 3 * 300 * 64, -1, 1),
       INB("v", 2 * 3 * 300 * 64, -1, 1), SC("seqlen", 300), SC("heads", 3), SC("sm_scale", 0.125),
-      SC("stride_b", 3 * 300 * 64), SC("stride_h", 300 * 64), SC("stride_n", 64)}, NULL},
+      SC("stride_b", 3 * 300 * 64), SC("stride_h", 300 * 64), SC("stride_n", 64)}, NULL, ref_flash_d64, BF16_TOL},
     {"flash_attention d128 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL},
      257, "BLOCK_M", 2,
      {OUTB("out", 2 * 257 * 128, BF16_TOL), INB("q", 2 * 257 * 128, -1, 1), INB("k", 2 * 257 * 128, -1, 1),
       INB("v", 2 * 257 * 128, -1, 1), SC("seqlen", 257), SC("heads", 2), SC("sm_scale", 0.08838834764831845),
-      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL},
+      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL, NULL, 0},
     {"flash_attention d64 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", "CAUSAL", "true", NULL},
      190, "BLOCK_M", 1,
      {OUTB("out", 190 * 64, BF16_TOL), INB("q", 190 * 64, -1, 1), INB("k", 190 * 64, -1, 1),
       INB("v", 190 * 64, -1, 1), SC("seqlen", 190), SC("heads", 1), SC("sm_scale", 0.125),
-      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL},
+      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL, NULL, 0},
 };
 
 int gpu_tests_main(int argc, char **argv, const char *source_root) {
