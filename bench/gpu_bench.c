@@ -179,7 +179,7 @@ static void bench_rows(Gpu *g, double copy, const RowKernel *rk, int n) {
   int best_warps = 0, best_block = n;
   /* softmax needs the whole row in one tile; layernorm may take it in
    * BLOCK-sized pieces (the first kept in registers). */
-  for (int blk = n; blk >= (rk->layernorm ? n / 2 : n); blk /= 2)
+  for (int blk = n; blk >= (rk->layernorm ? n / 8 : n); blk /= 2)
     for (int w = 4; w <= 32; w *= 2) {
       if (blk / (32 * w) < MIN_ELEMS_PER_THREAD) break;
       double ms = time_row_kernel(g, rk, n, blk, w, bufs, rows);
