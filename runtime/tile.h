@@ -263,7 +263,7 @@ static inline tile_arg tile_arg_desc(const void *tensor_map) {
 /* Checks a launch against a kernel's metadata without a GPU: the grid
  * (every size >= 1 and within CUDA's limits), the argument count, the kind
  * of each argument, integers in range of their type and multiples of their
- * "multiple_of", floats representable in their type, pointers aligned to
+ * "multiple_of", finite floats within the range of their type, pointers aligned to
  * their element size and "align", descriptors non-NULL. On failure, writes
  * a message naming the argument ("argument 2 'n' of kernel 'softmax':
  * expected i32, got a pointer"; arguments are numbered from 0, as indices
@@ -313,7 +313,10 @@ tile_status tile_graph_end_capture(tile_stream *s, tile_graph **out);
 tile_status tile_graph_launch(const tile_graph *g, tile_stream *s);
 tile_status tile_graph_destroy(tile_graph *g);
 
-/* ---- device memory (synchronous; for tests, examples, benchmarks) ------- */
+/* ---- device memory (for tests, examples, benchmarks). Allocation, frees and
+ * copies to and from the host wait for the device; tile_memset_d8 and
+ * tile_memcpy_dtod are asynchronous to the host (on the default stream or
+ * the one given). ----------------------------------------------------- */
 
 tile_status tile_mem_alloc(tile_runtime *rt, size_t bytes, uint64_t *out);
 tile_status tile_mem_free(tile_runtime *rt, uint64_t ptr); /* 0 is allowed */

@@ -51,6 +51,8 @@ char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes) {
       sb_printf(&sb, "const %s type %s\n", c->name, scalar_name((ScalarKind)c->tval));
     else if (scalar_is_float((ScalarKind)c->type.kind))
       sb_printf(&sb, "const %s %s %.17g\n", c->name, scalar_name((ScalarKind)c->type.kind), c->fval);
+    else if (!scalar_is_signed((ScalarKind)c->type.kind))
+      sb_printf(&sb, "const %s %s %llu\n", c->name, scalar_name((ScalarKind)c->type.kind), (unsigned long long)c->ival);
     else
       sb_printf(&sb, "const %s %s %lld\n", c->name, scalar_name((ScalarKind)c->type.kind), (long long)c->ival);
   }
@@ -84,7 +86,7 @@ static void dump_layouts(tc_compilation *c, StrBuf *out) {
     const Func *f = c->module->funcs[i];
     Arena a;
     arena_init(&a);
-    int warps = f->warps ? f->warps : 4;
+    int warps = lower_num_warps(f);
     AxisAnalysis *axes = axis_analyze(f, &a);
     LayoutMap *m = layouts_assign(f, warps, axes, &a);
     ir_print_func(f, out);
@@ -160,6 +162,10 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   tc_codegen_options defaults = {NULL, TC_LINKER_AUTO};
   const tc_codegen_options *o = options ? options : &defaults;
   if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
+  if (o->arch && strcmp(o->arch, "sm_90a") != 0) {
+    diag_error(&c->diags, (SrcLoc){0, 0}, "GPU back end: target '%s' is not supported (only sm_90a)", o->arch);
+    return false;
+  }
   codegen_free(c);
   c->code = calloc((size_t)c->module->nfuncs, sizeof(KernelCode));
   StrBuf sb;

@@ -53,6 +53,22 @@ static const char *arg_maker(TType t) {
   }
 }
 
+/* A kernel parameter's name as a C identifier in the launch function: the
+ * name itself unless it is a C keyword or a name the function uses, then
+ * with a trailing underscore. */
+static const char *c_name(const char *name, char *buf, size_t size) {
+  static const char *const reserved[] = {
+      "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+      "true", "false", "kernel", "grid_x", "grid_y", "grid_z", "stream", "args", "grid"};
+  bool clash = name[0] == '_'; /* reserved for the implementation in C */
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0] && !clash; i++) clash = !strcmp(name, reserved[i]);
+  if (!clash) return name;
+  snprintf(buf, size, "%s_", name);
+  return buf;
+}
+
 static void put_c_string(StrBuf *sb, const char *s) {
   sb_putc(sb, '"');
   for (; *s; s++) {
@@ -72,13 +88,14 @@ static void emit_kernel(StrBuf *sb, const char *prefix, const Func *f, const cha
   sb_printf(sb, "static inline tile_status %s_%s_launch(const tile_kernel *kernel, uint32_t grid_x, uint32_t grid_y,\n"
                 "    uint32_t grid_z, tile_stream *stream",
             prefix, f->name);
+  char buf[300];
   for (uint32_t i = 0; i < f->body.nargs; i++)
-    sb_printf(sb, ",\n    %s %s", c_param_type(f->body.args[i].type), f->params[i].name);
+    sb_printf(sb, ",\n    %s %s", c_param_type(f->body.args[i].type), c_name(f->params[i].name, buf, sizeof buf));
   sb_puts(sb, ") {\n");
   uint32_t n = f->body.nargs;
   sb_printf(sb, "  tile_arg args[%u] = {", n ? n : 1);
   for (uint32_t i = 0; i < n; i++)
-    sb_printf(sb, "%s%s(%s)", i ? ", " : "", arg_maker(f->body.args[i].type), f->params[i].name);
+    sb_printf(sb, "%s%s(%s)", i ? ", " : "", arg_maker(f->body.args[i].type), c_name(f->params[i].name, buf, sizeof buf));
   if (!n) sb_puts(sb, "{0}");
   sb_puts(sb, "};\n");
   sb_puts(sb, "  const uint32_t grid[3] = {grid_x, grid_y, grid_z};\n");

@@ -488,6 +488,14 @@ static bool create_kernel(Lower *L) {
   return true;
 }
 
+int lower_num_warps(const Func *f) {
+  /* Layouts need a power-of-two warp count; @warp_specialize (not acted
+   * on yet) can ask for 12 warps: run on the largest power of two below. */
+  int w = f->warps ? f->warps : 4;
+  while (w & (w - 1)) w &= w - 1;
+  return w;
+}
+
 bool lower_func(const Func *f, LLVMContextRef ctx, Diags *diags, LowerResult *out) {
   Lower L;
   memset(&L, 0, sizeof L);
@@ -495,7 +503,7 @@ bool lower_func(const Func *f, LLVMContextRef ctx, Diags *diags, LowerResult *ou
   L.diags = diags;
   arena_init(&L.arena);
   L.ctx = ctx;
-  L.num_warps = f->warps ? f->warps : 4;
+  L.num_warps = lower_num_warps(f);
   L.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
   L.b = LLVMCreateBuilderInContext(ctx);
   init_types(&L);

@@ -59,6 +59,9 @@ typedef struct LowerResult {
   int num_warps;
 } LowerResult;
 
+/* Warps a kernel runs with: @warps, or 4. */
+int lower_num_warps(const Func *f);
+
 /* Lowers one verified, optimized kernel into a new module of ctx. On
  * failure reports to diags (e.g. an op the back end does not support yet)
  * and returns false. */

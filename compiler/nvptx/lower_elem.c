@@ -137,7 +137,16 @@ static LLVMValueRef float_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, Scala
   LLVMValueRef args[2] = {x, y};
   const char *name = ck == SK_F64 ? (is_max ? "llvm.maxnum.f64" : "llvm.minnum.f64")
                                   : (is_max ? "llvm.maxnum.f32" : "llvm.minnum.f32");
-  return float_to_float(L, call_intrinsic(L, name, llvm_elem_type(L, ck), args, 2), ck, k);
+  LLVMValueRef r = call_intrinsic(L, name, llvm_elem_type(L, ck), args, 2);
+  /* maxnum may return either zero for (+0, -0); the language says +0 is
+   * the greater. For equal operands, AND (max) or OR (min) of the bits
+   * gives that and leaves equal nonzero values unchanged. */
+  LLVMTypeRef it = ck == SK_F64 ? L->t_i64 : L->t_i32;
+  LLVMValueRef xb = LLVMBuildBitCast(L->b, x, it, ""), yb = LLVMBuildBitCast(L->b, y, it, "");
+  LLVMValueRef zeros = LLVMBuildBitCast(L->b, is_max ? LLVMBuildAnd(L->b, xb, yb, "") : LLVMBuildOr(L->b, xb, yb, ""),
+                                        llvm_elem_type(L, ck), "");
+  r = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealOEQ, x, y, ""), zeros, r, "");
+  return float_to_float(L, r, ck, k);
 }
 
 static LLVMValueRef int_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, ScalarKind k, bool is_max) {

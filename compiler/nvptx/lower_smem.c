@@ -131,6 +131,17 @@ static RedVal combine(Lower *L, OpKind kind, RedVal a, RedVal b, ScalarKind k) {
     equal = LLVMBuildICmp(B, LLVMIntEQ, b.v, a.v, "");
   }
   LLVMValueRef lower_idx = LLVMBuildICmp(B, LLVMIntSLT, b.idx, a.idx, "");
+  if (fl) {
+    /* +0 counts as greater than -0, as in maximum(): between equal values
+     * of different signs the sign decides, not the index. */
+    LLVMTypeRef it = LLVMIntTypeInContext(L->ctx, (unsigned)scalar_bits(k));
+    LLVMValueRef sa = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildBitCast(B, a.v, it, ""), const_int(L, it, 0), "");
+    LLVMValueRef sb = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildBitCast(B, b.v, it, ""), const_int(L, it, 0), "");
+    LLVMValueRef signs_differ = LLVMBuildXor(B, sa, sb, "");
+    LLVMValueRef b_wins_sign = want_max ? sa : sb; /* a is -0 (max) or b is -0 (min) */
+    better = LLVMBuildOr(B, better, LLVMBuildAnd(B, LLVMBuildAnd(B, equal, signs_differ, ""), b_wins_sign, ""), "");
+    equal = LLVMBuildAnd(B, equal, LLVMBuildNot(B, signs_differ, ""), "");
+  }
   LLVMValueRef an = is_nan(L, a.v, k), bn = is_nan(L, b.v, k);
   LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, equal, lower_idx, ""), "");
   take = LLVMBuildOr(B, LLVMBuildAnd(B, LLVMBuildNot(B, bn, ""), LLVMBuildOr(B, an, take, ""), ""),
