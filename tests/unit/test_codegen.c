@@ -165,3 +165,21 @@ Test(codegen, unsupported_descriptors_are_errors) {
             tc_diagnostics(c));
   tc_free(c);
 }
+
+Test(codegen, warp_specialized_kernel_runs_on_a_power_of_two) {
+  /* @warp_specialize asks for 12 warps; the back end (which does not
+   * specialize warps yet) runs the kernel with 8 and says so. */
+  const char *src = "@warp_specialize(producers = 1, consumers = 2)\n"
+                    "kernel k(h: *i32, x: *i32) { atomic_add(h + load(x + arange(0, 64)), 1); }";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  char *ir = tc_emit(c, TC_EMIT_IR);
+  cr_expect(strstr(ir, "warps(12)") != NULL, "%s", ir);
+  free(ir);
+  cr_assert(tc_generate(c, &(tc_codegen_options){NULL, TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  cr_expect(strstr(tc_kernel_meta(c, 0), "\nwarps 8\n") != NULL, "%s", tc_kernel_meta(c, 0));
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_expect(strstr(ptx, ".maxntid 256, 1, 1") != NULL);
+  free(ptx);
+  tc_free(c);
+}
