@@ -78,6 +78,19 @@ static void store_vector(Lower *L, LLVMValueRef p, int vec, ScalarKind k, LLVMVa
   LLVMSetAlignment(s, eb * (unsigned)vec);
 }
 
+/* out[i] = a[i] coming from block ba, b[i] from bb (phis at the current
+ * position, the start of the join block). */
+static void merge_values(Lower *L, int n, ScalarKind k, LLVMValueRef *a, LLVMBasicBlockRef ba, LLVMValueRef *b,
+                         LLVMBasicBlockRef bb, LLVMValueRef *out) {
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef phi = LLVMBuildPhi(L->b, llvm_elem_type(L, k), "");
+    LLVMValueRef vals[2] = {a[i], b[i]};
+    LLVMBasicBlockRef bbs[2] = {ba, bb};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    out[i] = phi;
+  }
+}
+
 /* if (pred) out = load(p) else out = other, elementwise over the vector. */
 static void guarded_load(Lower *L, LLVMValueRef pred, LLVMValueRef p, int vec, ScalarKind k, LLVMValueRef *other,
                          LLVMValueRef *out) {
@@ -89,13 +102,7 @@ static void guarded_load(Lower *L, LLVMValueRef pred, LLVMValueRef p, int vec, S
   LLVMBasicBlockRef ld_end = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
   LLVMPositionBuilderAtEnd(L->b, join);
-  for (int i = 0; i < vec; i++) {
-    LLVMValueRef phi = LLVMBuildPhi(L->b, llvm_elem_type(L, k), "");
-    LLVMValueRef vals[2] = {loaded[i], other[i]};
-    LLVMBasicBlockRef bbs[2] = {ld_end, from};
-    LLVMAddIncoming(phi, vals, bbs, 2);
-    out[i] = phi;
-  }
+  merge_values(L, vec, k, loaded, ld_end, other, from, out);
 }
 
 static void guarded_store(Lower *L, LLVMValueRef pred, LLVMValueRef p, int vec, ScalarKind k, LLVMValueRef *vals) {
@@ -129,13 +136,7 @@ static void split_load(Lower *L, LLVMValueRef *ptrs, LLVMValueRef *mask, LLVMVal
   LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
   LLVMPositionBuilderAtEnd(L->b, join);
-  for (int i = 0; i < vec; i++) {
-    LLVMValueRef phi = LLVMBuildPhi(L->b, llvm_elem_type(L, k), "");
-    LLVMValueRef vals[2] = {a[i], b[i]};
-    LLVMBasicBlockRef bbs[2] = {fast_end, slow_end};
-    LLVMAddIncoming(phi, vals, bbs, 2);
-    out[i] = phi;
-  }
+  merge_values(L, vec, k, a, fast_end, b, slow_end, out);
 }
 
 static void split_store(Lower *L, LLVMValueRef *ptrs, LLVMValueRef *mask, LLVMValueRef *vals, int vec, ScalarKind k) {
