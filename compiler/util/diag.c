@@ -97,7 +97,7 @@ static void render_source_line(const Source *src, SrcLoc loc, StrBuf *out) {
 }
 
 void diag_render(const Diags *d, const Diag *diag, StrBuf *out) {
-  static const char *level_names[] = {"error", "warning", "note"};
+  static const char *const level_names[] = {"error", "warning", "note"};
   const char *file = d->src && d->src->name ? d->src->name : "<input>";
   if (diag->loc.line)
     sb_printf(out, "%s:%u:%u: %s: %s\n", file, diag->loc.line, diag->loc.col,
