@@ -123,3 +123,21 @@ void harness_run(tc_compilation *c, const int64_t grid[3], const tc_arg *args, i
   cr_assert(ok, "interpreter: %s", err ? err : "?");
   free(err);
 }
+
+char *harness_nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n) {
+  size_t lp = strlen(prefix), lm = strlen(middle), ls = strlen(suffix);
+  char *s = malloc(lp + lm + ls + 2 * (size_t)n + 1);
+  if (!s) abort();
+  char *p = s;
+  memcpy(p, prefix, lp);
+  p += lp;
+  memset(p, open, (size_t)n);
+  p += n;
+  memcpy(p, middle, lm);
+  p += lm;
+  memset(p, close, (size_t)n);
+  p += n;
+  memcpy(p, suffix, ls + 1);
+  return s;
+}
+

@@ -50,6 +50,10 @@ tc_buffer hbuf_tc(const HBuf *b);
  * error when want is all zeros). NaN in `got` gives +inf. */
 double rel_error(const HBuf *got, const double *want, size_t n);
 
+/* prefix + n copies of open + middle + n copies of close + suffix
+ * (malloc'd, NUL terminated): deeply nested sources for limit tests. */
+char *harness_nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n);
+
 /* Runs kernel 0 of c in the interpreter; fails the test with the message
  * on error. */
 void harness_run(tc_compilation *c, const int64_t grid[3], const tc_arg *args, int nargs, const HBuf *const *bufs,

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../../compiler/include/tilec.h"
+#include "harness.h"
 
 /* ---- the table ----------------------------------------------------------- */
 
@@ -647,27 +648,8 @@ static char *headers(const char *src, int *count) {
   return out;
 }
 
-/* prefix + n copies of open + middle + n copies of close + suffix
- * (malloc'd, NUL terminated). */
-static char *nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n) {
-  size_t lp = strlen(prefix), lm = strlen(middle), ls = strlen(suffix);
-  char *s = malloc(lp + lm + ls + 2 * (size_t)n + 1);
-  if (!s) abort();
-  char *p = s;
-  memcpy(p, prefix, lp);
-  p += lp;
-  memset(p, open, (size_t)n);
-  p += n;
-  memcpy(p, middle, lm);
-  p += lm;
-  memset(p, close, (size_t)n);
-  p += n;
-  memcpy(p, suffix, ls + 1);
-  return s;
-}
-
 Test(diagnostics, ten_thousand_nested_parentheses) {
-  char *src = nested("kernel k() {\n    let x = ", '(', "1", ')', ";\n}\n", 10000);
+  char *src = harness_nested("kernel k() {\n    let x = ", '(', "1", ')', ";\n}\n", 10000);
   int count;
   char *h = headers(src, &count);
   /* Reported once, at the first token inside the 257th level: the body
@@ -679,7 +661,7 @@ Test(diagnostics, ten_thousand_nested_parentheses) {
 }
 
 Test(diagnostics, ten_thousand_nested_blocks) {
-  char *src = nested("kernel k() {\n    ", '{', "", '}', "\n}\n", 10000);
+  char *src = harness_nested("kernel k() {\n    ", '{', "", '}', "\n}\n", 10000);
   int count;
   char *h = headers(src, &count);
   /* The body and 255 braces are 256 levels; the error is at the first

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../../compiler/include/tilec.h"
+#include "harness.h"
 
 /* ---- harness ------------------------------------------------------------ */
 
@@ -555,27 +556,8 @@ Test(parser, chained_comparisons_are_rejected) {
 
 /* ---- nesting limit ------------------------------------------------------- */
 
-/* prefix + n copies of open + middle + n copies of close + suffix
- * (malloc'd, NUL terminated). */
-static char *nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n) {
-  size_t lp = strlen(prefix), lm = strlen(middle), ls = strlen(suffix);
-  char *s = malloc(lp + lm + ls + 2 * (size_t)n + 1);
-  if (!s) abort();
-  char *p = s;
-  memcpy(p, prefix, lp);
-  p += lp;
-  memset(p, open, (size_t)n);
-  p += n;
-  memcpy(p, middle, lm);
-  p += lm;
-  memset(p, close, (size_t)n);
-  p += n;
-  memcpy(p, suffix, ls + 1);
-  return s;
-}
-
-static char *nested_parens(int n) { return nested("kernel k() {\n    let x = ", '(', "1", ')', ";\n}\n", n); }
-static char *nested_blocks(int n) { return nested("kernel k() {\n", '{', "", '}', "\n}\n", n); }
+static char *nested_parens(int n) { return harness_nested("kernel k() {\n    let x = ", '(', "1", ')', ";\n}\n", n); }
+static char *nested_blocks(int n) { return harness_nested("kernel k() {\n", '{', "", '}', "\n}\n", n); }
 
 Test(parser, nesting_limit_is_256_levels) {
   /* The kernel body is one level and the initializer another, so 254
@@ -595,7 +577,7 @@ Test(parser, nesting_limit_is_256_levels) {
 }
 
 Test(parser, unary_operators_count_towards_nesting) {
-  char *src = nested("kernel k() {\n    let x = ", '-', "1;\n}\n", ' ', "", 300);
+  char *src = harness_nested("kernel k() {\n    let x = ", '-', "1;\n}\n", ' ', "", 300);
   expect_errors(src, 1, "t.tile:2:267: error: nesting is too deep (more than 256 levels)\n");
   free(src);
 }
