@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../interp/numeric.h"
+#include "../numeric/numeric.h"
 #include "cli.h"
 
 /* Most kernel parameters `tilec run` handles. */

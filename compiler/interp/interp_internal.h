@@ -16,7 +16,7 @@
 
 #include "../util/arena.h"
 #include "interp.h"
-#include "numeric.h"
+#include "../numeric/numeric.h"
 
 typedef struct XBlock XBlock;
 

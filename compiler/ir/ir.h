@@ -41,6 +41,41 @@
  *   if               (cond: i1) two regions that yield the results
  *   while            (inits...) region 0 (args iters) yields one i1;
  *                    region 1 (args iters) yields new iters
+ *
+ * GPU operations (OPF_GPU): only in the lowered IR that the GPU back end's
+ * scheduling pass makes (nvptx/schedule.c); types smem<T>[shape] (a
+ * buffer in shared memory, last dimension contiguous) and mbar[n]:
+ *   smem_alloc       -> smem<T>[shape]; attrs offset (bytes, set by the
+ *                    allocator) and swizzle (0/32/64/128, layout/smem.h)
+ *   smem_index       (buf: smem<T>[S, d..], i: i32) -> smem<T>[d..], slot i
+ *   smem_store       (buf, value: T[shape]): every thread writes its part
+ *   smem_load        (buf) -> T[shape]
+ *   mbar_alloc       -> mbar[n]; attrs offset, count (arrivals per
+ *                    phase); initialized once when the kernel starts
+ *   mbar_expect      (bars, i) {bytes}: one thread arrives on bars[i] and
+ *                    announces `bytes` of transactions
+ *   mbar_arrive      (bars, i): one thread of every warpgroup arrives
+ *   mbar_wait        (bars, i, phase: i32): all threads wait until the
+ *                    phase of parity (phase & 1) of bars[i] has completed
+ *   tma_load         (buf, desc, bars, i, coords..): one thread copies the
+ *                    box at coords into buf, completing on bars[i]
+ *                    (elements outside the tensor become 0)
+ *   tma_store        (desc, buf, coords..): one thread copies buf into the
+ *                    tensor (clipped) and waits until buf has been read
+ *   async_copy       (buf, ptrs[, mask]): every thread starts copies of its
+ *                    elements into buf (masked-off elements become 0)
+ *   async_commit     closes this thread's group of async copies
+ *   async_wait       {pending}: until at most `pending` groups are open
+ *   fence_async      orders this thread's shared-memory writes before
+ *                    later reads by the async proxy (wgmma, TMA stores)
+ *   barrier          all threads of the block
+ *   wgmma            (a, b: smem, acc: f32[M, N]) {trans_a, trans_b} ->
+ *                    acc + a.b; a is a buffer or a register tile; a buffer
+ *                    with trans_x holds the operand transposed ([K, M] for
+ *                    a, [N, K] for b). Asynchronous: the result may only
+ *                    feed another wgmma's acc or a wgmma_wait
+ *   wgmma_wait       (accs..) {pending} -> accs: when at most `pending`
+ *                    wgmma groups are still running
  */
 #ifndef TILE_IR_H
 #define TILE_IR_H
@@ -50,6 +85,7 @@
 
 #include "../util/arena.h"
 #include "../util/diag.h"
+#include "../util/ptrmap.h"
 #include "../util/strbuf.h"
 #include "ops.h"
 #include "types.h"
@@ -157,6 +193,14 @@ bool ir_const_int(const Value *v, int64_t *out);
  * rewrites every operand in the function (chains are followed). */
 void ir_apply_replacements(Func *f);
 
+/* Copies (clone.c). ir_clone_op copies an op (and its regions) with its
+ * operands mapped through `map` (unmapped values stay as they are) and
+ * records old result -> new result in it; the copy is not linked into a
+ * block. ir_clone_func copies a whole kernel (not added to a module; its
+ * parameter and const tables are shared with the original). */
+Op *ir_clone_op(Arena *a, const Op *src, PtrMap *map);
+Func *ir_clone_func(Arena *a, const Func *src);
+
 /* Number of values (block arguments and op results) in b, nested regions
  * included. */
 uint32_t ir_count_values(const Block *b);
@@ -176,5 +220,8 @@ Module *ir_parse(Arena *arena, const Source *src, Diags *diags);
  * Returns true when valid; otherwise reports to diags. */
 bool ir_verify_module(const Module *m, Diags *diags);
 bool ir_verify_func(const Func *f, Diags *diags);
+/* The same for the lowered IR of the GPU back end, where GPU operations
+ * and shared-memory buffers are allowed (verify_gpu.c). */
+bool ir_verify_lowered(const Func *f, Diags *diags);
 
 #endif

@@ -22,6 +22,8 @@
 #define OPF_READ 0x10     /* reads memory: deletable when unused, not CSE'd or hoisted */
 #define OPF_WRITE 0x20    /* writes memory */
 #define OPF_OPTATTR 0x40  /* attributes equal to 0 are omitted in text */
+#define OPF_GPU 0x80      /* lowered IR only: made by the GPU back end's
+                             scheduling pass, never by the front end */
 
 /* Shorthands for the table. */
 #define OPF_PE (OPF_PURE | OPF_ELEM)
@@ -106,7 +108,25 @@
   X(IF,           "if",            1, -1, 2, 0, "")                  \
   X(WHILE,        "while",        -1, -1, 2, 0, "")                  \
   X(YIELD,        "yield",        -1,  0, 0, OPF_TERM, "")           \
-  X(RETURN,       "return",        0,  0, 0, OPF_TERM, "")
+  X(RETURN,       "return",        0,  0, 0, OPF_TERM, "")            \
+  /* GPU operations of the lowered IR (see nvptx/schedule.c) */       \
+  X(SMEM_ALLOC,   "smem_alloc",    0,  1, 0, OPF_GPU, "offset,swizzle") \
+  X(SMEM_INDEX,   "smem_index",    2,  1, 0, OPF_GPU | OPF_PURE, "")  \
+  X(SMEM_STORE,   "smem_store",    2,  0, 0, OPF_GPU | OPF_WRITE, "") \
+  X(SMEM_LOAD,    "smem_load",     1,  1, 0, OPF_GPU | OPF_READ, "")  \
+  X(MBAR_ALLOC,   "mbar_alloc",    0,  1, 0, OPF_GPU, "offset,count")  \
+  X(MBAR_EXPECT,  "mbar_expect",   2,  0, 0, OPF_GPU | OPF_WRITE, "bytes") \
+  X(MBAR_ARRIVE,  "mbar_arrive",   2,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(MBAR_WAIT,    "mbar_wait",     3,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(TMA_LOAD,     "tma_load",     -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(TMA_STORE,    "tma_store",    -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(ASYNC_COPY,   "async_copy",   -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(ASYNC_COMMIT, "async_commit",  0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(ASYNC_WAIT,   "async_wait",    0,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending") \
+  X(FENCE_ASYNC,  "fence_async",   0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(BARRIER,      "barrier",       0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(WGMMA,        "wgmma",         3,  1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "trans_a,trans_b") \
+  X(WGMMA_WAIT,   "wgmma_wait",   -1, -1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending")
 
 typedef enum OpKind {
 #define X(name, text, nops, nres, nreg, flags, attrs) OP_##name,

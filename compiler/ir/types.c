@@ -56,7 +56,7 @@ TType type_tile(ScalarKind k, int rank, const int32_t *shape) {
 
 TType type_with_elem(TType t, ScalarKind k) {
   t.kind = (uint8_t)k;
-  if (k != SK_PTR && k != SK_DESC) t.pointee = 0;
+  if (k != SK_PTR && k != SK_DESC && k != SK_SMEM) t.pointee = 0;
   if (k != SK_DESC) t.desc_rank = 0;
   return t;
 }
@@ -83,6 +83,16 @@ bool type_shape_eq(TType a, TType b) {
 
 bool type_eq(TType a, TType b) { return type_elem_eq(a, b) && type_shape_eq(a, b); }
 
+TType type_smem(ScalarKind elem, int rank, const int32_t *shape) {
+  TType t = type_with_shape(type_scalar(SK_SMEM), rank, shape);
+  t.pointee = (uint8_t)elem;
+  return t;
+}
+
+TType type_mbar(int n) { return type_with_shape(type_scalar(SK_MBAR), 1, (int32_t[]){n}); }
+
+bool type_is_buffer(TType t) { return t.kind == SK_SMEM || t.kind == SK_MBAR; }
+
 int64_t type_numel(TType t) {
   int64_t n = 1;
   for (int i = 0; i < t.rank; i++) n *= t.shape[i];
@@ -97,6 +107,8 @@ char *type_str(TType t, char *buf, size_t size) {
     PUT("*%s", scalar_name(t.pointee));
   else if (t.kind == SK_DESC)
     PUT("tensor<%s, %d>", scalar_name(t.pointee), t.desc_rank);
+  else if (t.kind == SK_SMEM)
+    PUT("smem<%s>", scalar_name(t.pointee));
   else
     PUT("%s", scalar_name(t.kind));
   if (t.rank > 0) {

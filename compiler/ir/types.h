@@ -41,6 +41,8 @@
   X(F64, "f64", 64, 0, 1, 1)                \
   X(PTR, "ptr", 64, 0, 0, 0)                \
   X(DESC, "tensor", 0, 0, 0, 0)             \
+  X(SMEM, "smem", 0, 0, 0, 0)               \
+  X(MBAR, "mbar", 0, 0, 0, 0)               \
   X(TYPE, "type", 0, 0, 0, 0)
 
 typedef enum ScalarKind {
@@ -52,7 +54,13 @@ typedef enum ScalarKind {
 
 /* A tile type.  For SK_PTR, `pointee` is the element type pointed to; for
  * SK_DESC (a tensor descriptor) `pointee` is its element type and
- * `desc_rank` its rank.  A scalar has rank 0. */
+ * `desc_rank` its rank.  A scalar has rank 0.
+ *
+ * Two kinds exist only in the lowered IR of the GPU back end (never in
+ * source, never in the interpreter): SK_SMEM, a buffer in shared memory
+ * holding a tile of `pointee` elements of the given shape (one value, not
+ * a tile of values: every thread holds its address), and SK_MBAR, an
+ * array of `shape[0]` mbarriers in shared memory. */
 typedef struct TType {
   uint8_t kind;      /* ScalarKind */
   uint8_t pointee;   /* ScalarKind, for SK_PTR and SK_DESC */
@@ -78,6 +86,11 @@ TType type_elem(TType t); /* rank-0 version */
 bool type_eq(TType a, TType b);
 bool type_elem_eq(TType a, TType b); /* element types (and pointees) equal */
 bool type_shape_eq(TType a, TType b);
+/* Lowered IR only: a shared-memory buffer of elem[shape], n mbarriers, and
+ * whether a type is either (a buffer is one value, not a tile). */
+TType type_smem(ScalarKind elem, int rank, const int32_t *shape);
+TType type_mbar(int n);
+bool type_is_buffer(TType t);
 int64_t type_numel(TType t);
 /* Writes the textual form ("f32[64, 128]", "*bf16", "tensor<bf16, 2>")
  * into buf; returns buf. */

@@ -19,12 +19,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir.h"
+#include "verify_internal.h"
 
-/* Longest message; room for a few type strings. */
-#define VERIFY_MAX_MESSAGE 320
-/* Room for one type string (see print.c). */
-#define VERIFY_TYPE_BUF 96
+#define report verify_report
+
 /* Room for a label like "region 1 argument". */
 #define VERIFY_LABEL_BUF 32
 /* Bits per entry of trans's packed perm attribute. */
@@ -35,18 +33,9 @@
 /* Value.id marks during verification. */
 enum { DOM_UNSEEN = 0, DOM_VISIBLE = 1, DOM_DEAD = 2 };
 
-typedef struct Verifier {
-  const Func *func;
-  Diags *diags;
-  bool ok;
-} Verifier;
 
-/* A type as text, safe also for invalid types. */
-typedef struct TypeText {
-  char s[VERIFY_TYPE_BUF];
-} TypeText;
 
-static TypeText tt(TType t) {
+TypeText tt(TType t) {
   TypeText out;
   if (t.rank > TILE_MAX_RANK) t.rank = TILE_MAX_RANK;
   type_str(t, out.s, sizeof out.s);
@@ -57,8 +46,7 @@ static const char *op_name(const Op *op) {
   return op->kind < OP_COUNT ? op_info[op->kind].name : "unknown op";
 }
 
-static void report(Verifier *v, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void report(Verifier *v, const Op *op, const char *fmt, ...) {
+void verify_report(Verifier *v, const Op *op, const char *fmt, ...) {
   char msg[VERIFY_MAX_MESSAGE];
   va_list ap;
   va_start(ap, fmt);
@@ -70,11 +58,12 @@ static void report(Verifier *v, const Op *op, const char *fmt, ...) {
 
 /* ---- types -------------------------------------------------------------- */
 
-static bool is_element_kind(unsigned k) { return k >= SK_I1 && k <= SK_F64; }
+bool is_element_kind(unsigned k) { return k >= SK_I1 && k <= SK_F64; }
 
 /* Why t is not a valid value type (written to why), or false when valid. */
 static bool type_problem(TType t, char *why, size_t size) {
   int64_t numel = 1;
+  if (type_is_buffer(t)) return verify_buffer_type_problem(t, why, size);
   if (!is_element_kind(t.kind) && t.kind != SK_PTR && t.kind != SK_DESC)
     return snprintf(why, size, "element type is not a value type"), true;
   if ((t.kind == SK_PTR || t.kind == SK_DESC) && !is_element_kind(t.pointee))
@@ -650,7 +639,10 @@ static void check_op_types(Verifier *v, const Op *op) {
   case OP_IF: check_if(v, op); break;
   case OP_WHILE: check_while(v, op); break;
   case OP_YIELD: case OP_RETURN: case OP_COUNT: break;
-  default: check_elementwise(v, op); break; /* add .. ceil, fma */
+  default:
+    if (op_info[op->kind].flags & OPF_GPU) verify_gpu_op(v, op);
+    else check_elementwise(v, op); /* add .. ceil, fma */
+    break;
   }
 }
 
@@ -703,6 +695,10 @@ static bool value_types_valid(Verifier *v, const Op *op, const Value *vals, uint
     if (type_problem(vals[i].type, why, sizeof why)) {
       report(v, op, "%s %u has invalid type %s: %s", what, i, tt(vals[i].type).s, why);
       ok = false;
+    } else if (type_is_buffer(vals[i].type) && !(v->lowered && (op_info[op->kind].flags & OPF_GPU) && vals == op->results)) {
+      report(v, op, "%s %u: a shared-memory buffer can only be the result of a GPU operation of the lowered IR",
+             what, i);
+      ok = false;
     }
   }
   return ok;
@@ -733,6 +729,8 @@ static void verify_op(Verifier *v, const Op *op, const Block *b) {
     return;
   }
   if (op->parent != b) report(v, op, "op is not linked to its block");
+  if ((op_info[op->kind].flags & OPF_GPU) && !v->lowered)
+    report(v, op, "GPU operations exist only in the lowered IR of the GPU back end");
   bool present = check_operands(v, op, b);
   verify_regions(v, op);
   bool valid = value_types_valid(v, op, op->results, op->nresults, "result");
@@ -778,13 +776,16 @@ static void verify_params(Verifier *v) {
   }
 }
 
-bool ir_verify_func(const Func *f, Diags *diags) {
-  Verifier v = {f, diags, true};
+static bool verify_func(const Func *f, Diags *diags, bool lowered) {
+  Verifier v = {f, diags, true, lowered};
   reset_marks(&f->body);
   verify_params(&v);
   verify_block(&v, &f->body);
   return v.ok;
 }
+
+bool ir_verify_func(const Func *f, Diags *diags) { return verify_func(f, diags, false); }
+bool ir_verify_lowered(const Func *f, Diags *diags) { return verify_func(f, diags, true); }
 
 bool ir_verify_module(const Module *m, Diags *diags) {
   bool ok = true;

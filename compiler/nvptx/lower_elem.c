@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../interp/numeric.h"
+#include "../numeric/numeric.h"
 #include "lower_internal.h"
 
 bool is_unsigned_kind(ScalarKind k) { return scalar_is_int(k) && !scalar_is_signed(k); }

@@ -41,7 +41,7 @@ static bool const_int_is(const Value *v, int64_t x) {
 static bool const_all_ones(const Value *v) { return const_int_is(v, -1); }
 
 static bool const_float_is(const Value *v, double x) {
-  return is_float(v) && pass_const_is(v, pass_slot_float(x));
+  return is_float(v) && pass_const_is(v, fold_slot_float(x));
 }
 
 /* Integer 1 or float 1.0: the identity of * and /. */
@@ -104,7 +104,7 @@ static Value *identity_unary(const Op *op) {
 static Value *identity_select(const Op *op) {
   Slot c;
   if (op->operands[1] == op->operands[2]) return op->operands[1];
-  if (!pass_const_slot(op->operands[0], &c)) return NULL;
+  if (!fold_const_slot(op->operands[0], &c)) return NULL;
   return c.u ? op->operands[1] : op->operands[2];
 }
 
@@ -137,10 +137,10 @@ static bool self_result(const Op *op, Slot *out) {
   case OP_XOR:
   case OP_CMP_NE:
   case OP_CMP_LT:
-  case OP_CMP_GT: *out = pass_slot_int(0); return true;
+  case OP_CMP_GT: *out = fold_slot_int(0); return true;
   case OP_CMP_EQ:
   case OP_CMP_LE:
-  case OP_CMP_GE: *out = pass_slot_int(1); return true;
+  case OP_CMP_GE: *out = fold_slot_int(1); return true;
   default: return false;
   }
 }
@@ -148,7 +148,7 @@ static bool self_result(const Op *op, Slot *out) {
 static bool fold_self(Op *op) {
   Slot s;
   if (!self_result(op, &s)) return false;
-  pass_make_const(op, s);
+  fold_make_const(op, s);
   return true;
 }
 
@@ -177,7 +177,7 @@ static bool collapse_chain(Op *op) {
  * (the first moved op, so that it is canonicalized too). */
 static bool inline_const_if(Op *op, Op **next) {
   Slot c;
-  if (op->noperands != 1 || op->nregions != 2 || !pass_const_slot(op->operands[0], &c))
+  if (op->noperands != 1 || op->nregions != 2 || !fold_const_slot(op->operands[0], &c))
     return false;
   Block *taken = &op->regions[c.u ? 0 : 1];
   Op *yield = taken->last && taken->last->kind == OP_YIELD ? taken->last : NULL;
@@ -202,8 +202,8 @@ static bool zero_trip(const Op *op) {
   Slot lo, hi, step;
   if (op->noperands < 3 + op->nresults) return false;
   ScalarKind k = (ScalarKind)op->operands[0]->type.kind;
-  if (!scalar_is_int(k) || !pass_const_slot(op->operands[0], &lo) ||
-      !pass_const_slot(op->operands[1], &hi) || !pass_const_slot(op->operands[2], &step))
+  if (!scalar_is_int(k) || !fold_const_slot(op->operands[0], &lo) ||
+      !fold_const_slot(op->operands[1], &hi) || !fold_const_slot(op->operands[2], &step))
     return false;
   if (step.u == 0) return false;
   bool down = scalar_is_signed(k) && step.i < 0;

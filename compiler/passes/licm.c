@@ -32,7 +32,7 @@ static bool may_trap(const Op *op) {
   if (op->kind != OP_DIV && op->kind != OP_REM) return false;
   if (!scalar_is_int((ScalarKind)op->results[0].type.kind)) return false;
   Slot d;
-  return !pass_const_slot(op->operands[1], &d) || d.u == 0;
+  return !fold_const_slot(op->operands[1], &d) || d.u == 0;
 }
 
 static bool hoistable(const Op *op, const Block *region) {

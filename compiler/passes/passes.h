@@ -26,11 +26,9 @@
 #include "../ir/ir.h"
 
 /* Constant folding: pure ops whose operands are all splat constants become
- * constants (fold.c). */
+ * constants (fold.c, through numeric/fold_op.h's fold_op, which the
+ * specializer also calls as it builds ops). */
 bool pass_fold(Func *f, Arena *a);
-/* Folds one op in place (it becomes a const) when its operands are all
- * constants; the specializer calls this as it builds ops. */
-bool pass_fold_op(Op *op);
 
 /* Canonicalization: algebraic identities, const-condition if, zero-trip
  * for, iter args the body passes through unchanged, constants moved to the

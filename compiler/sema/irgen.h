@@ -13,7 +13,7 @@
 #ifndef TILE_IRGEN_H
 #define TILE_IRGEN_H
 
-#include "../interp/numeric.h"
+#include "../numeric/numeric.h"
 #include "sema.h"
 
 /* Deepest chain of inlined helper calls. Recursion is rejected by the

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../passes/passes.h"
+#include "../numeric/fold_op.h"
 #include "irgen.h"
 
 /* ---- SVal helpers ---- */
@@ -68,7 +68,7 @@ Value *emit_attrs(Gen *g, OpKind kind, int nops, Value **ops, TType result, cons
   Op *op = ir_op_make(g->arena, kind, nops, ops, 1, &result, loc);
   for (int i = 0; i < nattrs; i++) op->attr[i] = attrs[i];
   ir_append(g->block, op);
-  pass_fold_op(op);
+  fold_op(op);
   return &op->results[0];
 }
 

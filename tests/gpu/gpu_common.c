@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "interp/numeric.h"
+#include "numeric/numeric.h"
 
 double now_ms(void) {
   struct timespec ts;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "gpu_common.h"
-#include "interp/numeric.h"
+#include "numeric/numeric.h"
 
 #define MAX_ARGS 16
 #define F32_TOL 1e-5

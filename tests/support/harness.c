@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp/numeric.h"
+#include "numeric/numeric.h"
 
 #ifndef TILE_SOURCE_ROOT
 #define TILE_SOURCE_ROOT "."

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../compiler/interp/interp.h"
-#include "../../compiler/interp/numeric.h"
+#include "../../compiler/numeric/numeric.h"
 #include "../../compiler/ir/ir.h"
 #include "interp_kit.h"
 

@@ -1,4 +1,4 @@
-/* test_numeric.c - unit tests for compiler/interp/numeric.c.
+/* test_numeric.c - unit tests for compiler/numeric/numeric.c.
  *
  * Expected values are independent facts: bit patterns from the format
  * definitions (worked out by hand in the comments), the compiler's own
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../compiler/interp/numeric.h"
+#include "../../compiler/numeric/numeric.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

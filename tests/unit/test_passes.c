@@ -1,5 +1,6 @@
 /* test_passes.c - unit tests for the optimization passes in
- * compiler/passes/ (fold, canon, cse, dce, licm and the pipeline).
+ * compiler/passes/ (fold, canon, cse, dce, licm and the pipeline) and of
+ * single-op folding (compiler/numeric/fold_op.c).
  *
  * Each test builds a small kernel with the IR builder API, runs one pass
  * (or the pipeline) and checks the result: op counts by kind, constant
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "../../compiler/ir/ir.h"
+#include "../../compiler/numeric/fold_op.h"
 #include "../../compiler/passes/passes.h"
 
 /* ---- building kernels ------------------------------------------------- */
@@ -509,11 +511,11 @@ Test(fold, single_op_entry_point) {
   ctx_init_xp(&c, SK_U8);
   Value *k = cint(&c, c.b, sc(SK_U8), 250);
   Value *s = op2(&c, c.b, OP_ADD, sc(SK_U8), k, cint(&c, c.b, sc(SK_U8), 10));
-  cr_assert(pass_fold_op(s->def));
+  cr_assert(fold_op(s->def));
   cr_assert_eq(const_ival(s), 4); /* 260 mod 256 */
-  cr_assert_not(pass_fold_op(s->def), "already a const");
+  cr_assert_not(fold_op(s->def), "already a const");
   Value *t = op2(&c, c.b, OP_ADD, sc(SK_U8), k, param(&c, 0));
-  cr_assert_not(pass_fold_op(t->def));
+  cr_assert_not(fold_op(t->def));
   ctx_free(&c);
 }
 

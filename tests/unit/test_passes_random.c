@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../compiler/interp/numeric.h"
+#include "../../compiler/numeric/numeric.h"
 #include "../../compiler/ir/ir.h"
 #include "../../compiler/passes/passes.h"
 

@@ -2,7 +2,10 @@
  *
  * The interpreter and the constant folder both compute through these
  * functions, so a constant folded at compile time and the same expression
- * evaluated at run time agree bit for bit.
+ * evaluated at run time agree bit for bit.  It lives in compiler/numeric/
+ * and depends on ir/ only, so the front end, the optimizer, the interpreter
+ * and the GPU back end can all share one definition of what an operation
+ * computes without depending on each other.
  *
  * Representation ("slot"): every element of every type lives in a 64-bit
  * union.  Integers are kept normalized to their type: signed types

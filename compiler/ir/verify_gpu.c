@@ -1,0 +1,175 @@
+/* verify_gpu.c - type rules of the GPU operations of the lowered IR
+ * (ir.h lists their meaning). The scheduling pass of the GPU back end
+ * (nvptx/schedule.c) creates them; checking them right after it catches a
+ * malformed schedule as a message, not as a hang or a wrong number on the
+ * GPU.
+ */
+#include <stdio.h>
+
+#include "verify_internal.h"
+
+#define report verify_report
+
+/* Transaction bytes one mbarrier phase can count (PTX ISA: tx-count is
+ * at most 2^20 - 1). */
+#define MBAR_MAX_TX_BYTES ((1 << 20) - 1)
+/* Arrivals an mbarrier can expect per phase (2^20 - 1). */
+#define MBAR_MAX_COUNT ((1 << 20) - 1)
+
+bool verify_buffer_type_problem(TType t, char *why, size_t size) {
+  if (t.kind == SK_MBAR) {
+    if (t.rank != 1 || t.shape[0] < 1) return snprintf(why, size, "an mbarrier array has one dimension"), true;
+    return false;
+  }
+  if (!is_element_kind(t.pointee) || t.pointee == SK_I1)
+    return snprintf(why, size, "a shared buffer holds numbers or pointers"), true;
+  if (t.rank < 1 || t.rank > TILE_MAX_RANK) return snprintf(why, size, "a shared buffer has rank 1 to %d", TILE_MAX_RANK), true;
+  for (int i = 0; i < t.rank; i++)
+    if (t.shape[i] < 1 || (t.shape[i] & (t.shape[i] - 1)))
+      return snprintf(why, size, "dimension %d is not a power of two", t.shape[i]), true;
+  return false;
+}
+
+static TType opt(const Op *op, uint32_t i) { return op->operands[i]->type; }
+static bool is_smem(TType t) { return t.kind == SK_SMEM; }
+static bool is_mbar(TType t) { return t.kind == SK_MBAR; }
+static bool is_i32_scalar(TType t) { return t.kind == SK_I32 && t.rank == 0; }
+/* The register tile a buffer holds. */
+static TType held(TType buf) { return type_with_shape(type_scalar((ScalarKind)buf.pointee), buf.rank, buf.shape); }
+
+static bool expect(Verifier *v, const Op *op, bool cond, const char *what) {
+  if (!cond) report(v, op, "%s", what);
+  return cond;
+}
+
+static void check_alloc(Verifier *v, const Op *op) {
+  TType r = op->results[0].type;
+  if (op->kind == OP_MBAR_ALLOC) {
+    expect(v, op, is_mbar(r), "result must be an mbarrier array");
+    if (op->attr[1] < 1 || op->attr[1] > MBAR_MAX_COUNT) report(v, op, "arrival count %lld is out of range", (long long)op->attr[1]);
+    if (op->attr[0] % 8) report(v, op, "offset %lld is not 8-byte aligned", (long long)op->attr[0]);
+    return;
+  }
+  if (!expect(v, op, is_smem(r), "result must be a shared buffer")) return;
+  int64_t sw = op->attr[1];
+  if (sw != 0 && sw != 32 && sw != 64 && sw != 128) report(v, op, "swizzle %lld is not 0, 32, 64 or 128", (long long)sw);
+  if (op->attr[0] % (sw ? 1024 : 16)) report(v, op, "offset %lld is not aligned for swizzle %lld", (long long)op->attr[0], (long long)sw);
+}
+
+static void check_index(Verifier *v, const Op *op) {
+  TType b = opt(op, 0), r = op->results[0].type;
+  if (!expect(v, op, is_smem(b) && b.rank >= 2, "operand 0 must be a shared buffer of rank 2 or more")) return;
+  if (!expect(v, op, is_i32_scalar(opt(op, 1)), "the index must be an i32 scalar")) return;
+  TType want = type_smem((ScalarKind)b.pointee, b.rank - 1, b.shape + 1);
+  if (!type_eq(r, want)) report(v, op, "result must be %s, got %s", tt(want).s, tt(r).s);
+}
+
+static void check_store_load(Verifier *v, const Op *op) {
+  TType b = opt(op, 0);
+  if (!expect(v, op, is_smem(b), "operand 0 must be a shared buffer")) return;
+  TType val = op->kind == OP_SMEM_STORE ? opt(op, 1) : op->results[0].type;
+  if (!type_eq(val, held(b))) report(v, op, "the tile must be %s, got %s", tt(held(b)).s, tt(val).s);
+}
+
+static void check_mbar_op(Verifier *v, const Op *op) {
+  if (!expect(v, op, is_mbar(opt(op, 0)), "operand 0 must be an mbarrier array")) return;
+  expect(v, op, is_i32_scalar(opt(op, 1)), "the barrier index must be an i32 scalar");
+  if (op->kind == OP_MBAR_WAIT) expect(v, op, is_i32_scalar(opt(op, 2)), "the phase must be an i32 scalar");
+  if (op->kind == OP_MBAR_EXPECT && (op->attr[0] < 1 || op->attr[0] > MBAR_MAX_TX_BYTES))
+    report(v, op, "%lld transaction bytes do not fit one mbarrier phase", (long long)op->attr[0]);
+}
+
+static void check_coords(Verifier *v, const Op *op, uint32_t first, int rank) {
+  if (op->noperands != first + (uint32_t)rank) {
+    report(v, op, "expected %d coordinates, got %d", rank, (int)op->noperands - (int)first);
+    return;
+  }
+  for (uint32_t i = first; i < op->noperands; i++) expect(v, op, is_i32_scalar(opt(op, i)), "coordinates must be i32 scalars");
+}
+
+static void check_tma(Verifier *v, const Op *op) {
+  bool load = op->kind == OP_TMA_LOAD;
+  uint32_t need = load ? 4 : 2;
+  if (op->noperands < need) {
+    report(v, op, "expected at least %u operands", need);
+    return;
+  }
+  TType buf = opt(op, load ? 0 : 1), desc = opt(op, load ? 1 : 0);
+  if (!expect(v, op, is_smem(buf), "the buffer must be a shared buffer")) return;
+  if (!expect(v, op, desc.kind == SK_DESC, "the tensor must be a descriptor")) return;
+  if (desc.pointee != buf.pointee) report(v, op, "descriptor of %s, buffer of %s", tt(desc).s, tt(buf).s);
+  if (buf.rank != desc.desc_rank) report(v, op, "buffer rank %d, descriptor rank %d", buf.rank, desc.desc_rank);
+  if (load) {
+    expect(v, op, is_mbar(opt(op, 2)), "operand 2 must be an mbarrier array");
+    expect(v, op, is_i32_scalar(opt(op, 3)), "the barrier index must be an i32 scalar");
+  }
+  check_coords(v, op, need, desc.desc_rank);
+}
+
+static void check_async_copy(Verifier *v, const Op *op) {
+  if (op->noperands < 2 || op->noperands > 3) {
+    report(v, op, "expected 2 or 3 operands");
+    return;
+  }
+  TType buf = opt(op, 0), p = opt(op, 1);
+  if (!expect(v, op, is_smem(buf), "operand 0 must be a shared buffer")) return;
+  if (p.kind != SK_PTR || p.pointee != buf.pointee || !type_shape_eq(p, buf))
+    report(v, op, "the pointers must be a %s tile of the buffer's shape, got %s", scalar_name((ScalarKind)buf.pointee),
+           tt(p).s);
+  if (op->noperands == 3 && !type_eq(opt(op, 2), type_tile(SK_I1, buf.rank, buf.shape)))
+    report(v, op, "the mask must be i1 of the buffer's shape, got %s", tt(opt(op, 2)).s);
+}
+
+static bool tc_input(unsigned k) { return k == SK_BF16 || k == SK_F16 || k == SK_F8E4M3 || k == SK_F8E5M2; }
+
+/* The [rows, cols] an operand presents to the product (a buffer holding
+ * the transpose presents it swapped). */
+static bool operand_dims(TType t, bool trans, int *rows, int *cols, unsigned *elem) {
+  if (t.rank != 2) return false;
+  *rows = trans ? t.shape[1] : t.shape[0];
+  *cols = trans ? t.shape[0] : t.shape[1];
+  *elem = is_smem(t) ? t.pointee : t.kind;
+  return true;
+}
+
+static void check_wgmma(Verifier *v, const Op *op) {
+  TType a = opt(op, 0), b = opt(op, 1), acc = opt(op, 2);
+  int m, k, k2, n;
+  unsigned ea, eb;
+  if (!expect(v, op, is_smem(b), "operand b must be a shared buffer")) return;
+  if (!is_smem(a) && op->attr[0]) report(v, op, "an A operand in registers cannot be transposed");
+  if (!operand_dims(a, op->attr[0], &m, &k, &ea) || !operand_dims(b, op->attr[1], &k2, &n, &eb)) {
+    report(v, op, "operands must have rank 2");
+    return;
+  }
+  if (!tc_input(ea) || !tc_input(eb)) report(v, op, "tensor-core inputs are bf16, f16 or fp8");
+  if (k != k2 || acc.rank != 2 || acc.shape[0] != m || acc.shape[1] != n || acc.kind != SK_F32)
+    report(v, op, "shapes do not match: %s x %s into %s", tt(a).s, tt(b).s, tt(acc).s);
+  if (!type_eq(op->results[0].type, acc)) report(v, op, "the result must have the accumulator's type");
+}
+
+static void check_wgmma_wait(Verifier *v, const Op *op) {
+  if (op->noperands != op->nresults) {
+    report(v, op, "%u operands but %u results", op->noperands, op->nresults);
+    return;
+  }
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (!type_eq(opt(op, i), op->results[i].type)) report(v, op, "result %u must have the type of operand %u", i, i);
+}
+
+void verify_gpu_op(Verifier *v, const Op *op) {
+  switch ((OpKind)op->kind) {
+  case OP_SMEM_ALLOC: case OP_MBAR_ALLOC: check_alloc(v, op); break;
+  case OP_SMEM_INDEX: check_index(v, op); break;
+  case OP_SMEM_STORE: case OP_SMEM_LOAD: check_store_load(v, op); break;
+  case OP_MBAR_EXPECT: case OP_MBAR_ARRIVE: case OP_MBAR_WAIT: check_mbar_op(v, op); break;
+  case OP_TMA_LOAD: case OP_TMA_STORE: check_tma(v, op); break;
+  case OP_ASYNC_COPY: check_async_copy(v, op); break;
+  case OP_WGMMA: check_wgmma(v, op); break;
+  case OP_WGMMA_WAIT: check_wgmma_wait(v, op); break;
+  case OP_ASYNC_WAIT:
+    if (op->attr[0] < 0) report(v, op, "pending must not be negative");
+    break;
+  default: break; /* async_commit, fence_async, barrier: nothing to check */
+  }
+}
