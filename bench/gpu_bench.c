@@ -6,6 +6,10 @@
  *   launch cost            host time of one tile_launch over one bare
  *                          cuLaunchKernel of the same function
  *   compile time           tc_compile + tc_generate (source to cubin), ms
+ *   GEMM                   TFLOP/s (2 m n k / t) over cuBLAS's (bf16) or
+ *                          cuBLASLt's (fp8 e4m3) on the same operands,
+ *                          through dlopen (cublas_anchor.h); skipped with a
+ *                          message where cuBLAS cannot be opened
  *
  * Timing: CUDA events around each launch after warm-up, median of the
  * repetitions; buffers are far larger than the 50 MB L2, so no input is
@@ -16,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cublas_anchor.h"
 #include "gpu_common.h"
+#include "numeric/numeric.h"
 
 #define WARMUP 5
 #define REPS 30
@@ -29,32 +35,37 @@ typedef struct Row {
   const char *unit;
 } Row;
 
-static Row rows[64];
+/* Rows the final table holds; a row beyond them is printed, not kept. */
+#define MAX_ROWS 64
+
+static Row rows[MAX_ROWS];
 static int nrows;
 
 static void add_row(const char *name, double value, double anchor, const char *unit) {
-  Row *r = &rows[nrows++];
+  Row spare, *r = nrows < MAX_ROWS ? &rows[nrows++] : &spare;
   snprintf(r->name, sizeof r->name, "%s", name);
   r->value = value;
   r->anchor = anchor;
   r->ratio = anchor > 0 ? value / anchor : 0;
   r->unit = unit;
-  printf("%-44s %10.2f %-6s anchor %10.2f  ratio %.3f\n", name, value, unit, anchor, r->ratio);
+  printf("%-44s %10.2f %-7s anchor %10.2f  ratio %.3f\n", name, value, unit, anchor, r->ratio);
   fflush(stdout);
 }
 
-/* Median milliseconds of `reps` timed calls of fn. */
+/* Median milliseconds of REPS timed calls of fn after WARMUP untimed ones;
+ * -1 when a call fails. */
 typedef bool (*LaunchFn)(void *ctx);
 
 static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
   tile_event *a, *b;
   tile_event_create(g->rt, &a);
   tile_event_create(g->rt, &b);
-  for (int i = 0; i < WARMUP; i++) fn(ctx);
+  bool ok = true;
+  for (int i = 0; ok && i < WARMUP; i++) ok = fn(ctx);
   double t[REPS];
-  for (int i = 0; i < REPS; i++) {
+  for (int i = 0; ok && i < REPS; i++) {
     tile_event_record(a, NULL);
-    if (!fn(ctx)) return -1;
+    ok = fn(ctx);
     tile_event_record(b, NULL);
     tile_event_synchronize(b);
     float ms;
@@ -63,6 +74,7 @@ static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
   }
   tile_event_destroy(a);
   tile_event_destroy(b);
+  if (!ok) return -1;
   qsort(t, REPS, sizeof(double), cmp_double);
   return t[REPS / 2];
 }
@@ -194,6 +206,443 @@ static void bench_rows(Gpu *g, double copy, const RowKernel *rk, int n) {
   for (int i = 0; i < (rk->layernorm ? 6 : 2); i++) tile_mem_free(g->rt, bufs[i]);
 }
 
+/* ---- GEMM: the cuBLAS anchors, and the problems kernels are measured on ----
+ *
+ * For each shape one GemmProblem holds the operands in device memory
+ * (random bf16, never zeros: A and B each stored both ways, plus fp8 e4m3
+ * copies for the fp8 shape) and cuBLAS's C, the reference every kernel's
+ * C is checked against. cuBLAS itself is checked first, in every storage
+ * order, against a host fp64 reference on a few rows. A kernel variant of
+ * ours adds its row next to the anchor with one call, in bench_gemm:
+ *
+ *     double ms = time_ms(p->g, do_launch, &launch);   (its C in p->c)
+ *     gemm_report(p, "tile 128x256x64, 3 stages", GEMM_BF16, ms, p->c);
+ *
+ * which prints "gemm bf16 8192^3 tile 128x256x64, 3 stages" in TFLOP/s,
+ * the ratio to cuBLAS, and the error of its C against cuBLAS's.
+ */
+
+/* Rows of C compared between a kernel and cuBLAS: one at a random offset
+ * in each 64th of the m rows, so every block of rows a tiling of M makes
+ * (up to 64 blocks) is looked at; each is one small device-to-host copy. */
+#define GEMM_CHECK_ROWS 64
+
+/* Of those, the rows (every eighth) where cuBLAS's own C is checked against
+ * a host fp64 reference: each costs n * k multiply-adds on the host, 8 rows
+ * of 8192^3 half a billion (about a second). */
+#define GEMM_HOST_ROWS 8
+
+/* Largest norm-wise relative error ||C - R|| / ||R|| of a correct C. bf16
+ * keeps 8 significant bits, so rounding C alone gives about
+ * 2^-8.5 / sqrt(3) = 1.6e-3 (two results rounded independently differ by
+ * about 2.3e-3); fp32 accumulation over k = 8192 adds far less. A wrong
+ * layout gives errors of order 1, one missing K tile of 64 out of 8192
+ * about 0.09, a dropped fp8 scale 1 or more. */
+#define GEMM_TOLERANCE 1e-2
+
+/* Inputs are drawn uniform in [-GEMM_INPUT_RANGE, GEMM_INPUT_RANGE] and
+ * rounded to bf16 (the fp8 copies on to e4m3): far from either type's
+ * overflow, and C's entries, about sqrt(k / 9) (30 for k = 8192), far
+ * from bf16's. */
+#define GEMM_INPUT_RANGE 1.0
+
+/* The fp8 scales: powers of two (exact in f32) whose product is not 1, so
+ * a kernel that drops one is caught. */
+#define FP8_SCALE_A 0.5f
+#define FP8_SCALE_B 0.25f
+
+/* Bytes written over a C before each run: 0xFFFF is a NaN in bf16 and
+ * 0xFFFFFFFF in f32, so a run that writes nothing fails its check. */
+#define GEMM_POISON_BYTE 0xFF
+
+/* 64 x 64 elements per block of the host transposes: at most 16 KiB on
+ * each side (4-byte floats), which stays in L1. */
+#define TRANSPOSE_BLOCK 64
+
+typedef enum GemmPrecision {
+  GEMM_BF16, /* bf16 A and B, bf16 C, fp32 accumulation */
+  GEMM_FP8,  /* e4m3 A and B^T, bf16 C = scale_a * scale_b * A @ B */
+} GemmPrecision;
+
+typedef struct GemmShape {
+  int m, n, k;
+  bool fp8; /* also make fp8 operands and measure cuBLASLt's fp8 GEMM */
+} GemmShape;
+
+/* C[m, n] = A[m, k] @ B[k, n]. Every matrix is row-major and packed: its
+ * leading dimension is its number of columns (k for A, m for A^T, n for
+ * B and C, k for B^T). Device buffers belong to the problem. */
+typedef struct GemmProblem {
+  Gpu *g;
+  CublasAnchor *cublas;
+  int m, n, k;
+  char label[32]; /* "8192^3", "16384x2048x8192" */
+  uint64_t a;     /* bf16 A [m, k] */
+  uint64_t a_t;   /* bf16 A^T [k, m]: A stored transposed */
+  uint64_t b;     /* bf16 B [k, n] */
+  uint64_t b_t;   /* bf16 B^T [n, k] */
+  uint64_t c;     /* [m, n], room for f32: the C of the run being measured */
+  uint64_t c_ref; /* bf16 [m, n]: cuBLAS's A @ B */
+  double tflops;  /* cuBLAS's bf16 figure (0 until measured) */
+  bool fp8;
+  uint64_t a_f8;     /* e4m3 A [m, k]: the bf16 A rounded */
+  uint64_t b_t_f8;   /* e4m3 B^T [n, k]: the bf16 B^T rounded */
+  uint64_t scale_a;  /* one f32, FP8_SCALE_A */
+  uint64_t scale_b;  /* one f32, FP8_SCALE_B */
+  uint64_t c_ref_f8; /* bf16 [m, n]: cuBLASLt's scale_a * scale_b * A8 @ B8 */
+  double tflops_fp8; /* cuBLASLt's fp8 figure */
+  int rows[GEMM_CHECK_ROWS];         /* the rows of C that checks compare */
+  double *host_ref, *host_ref_f8;    /* GEMM_HOST_ROWS x n: host fp64 C on host_row(p, 0..) */
+} GemmProblem;
+
+static double gemm_tflops(double ms, const GemmProblem *p) {
+  return 2.0 * (double)p->m * (double)p->n * (double)p->k / (ms * 1e9);
+}
+
+/* The i-th row with a host reference: every eighth checked row. */
+static int host_row(const GemmProblem *p, int i) { return p->rows[i * (GEMM_CHECK_ROWS / GEMM_HOST_ROWS)]; }
+
+/* Host-side conversions, exact by construction: tables of every bf16 and
+ * e4m3 bit pattern made once with compiler/numeric (the interpreter's
+ * rounding), so converting 10^8 elements is a look-up each. */
+typedef struct GemmTables {
+  float bf16[1 << 16];           /* bf16 bits -> value */
+  float e4m3[1 << 8];            /* e4m3 bits -> value */
+  uint8_t bf16_to_e4m3[1 << 16]; /* bf16 bits -> the nearest e4m3 (saturating) */
+} GemmTables;
+
+static GemmTables *gemm_tables_new(void) {
+  GemmTables *t = malloc(sizeof *t);
+  if (!t) return NULL;
+  for (uint32_t i = 0; i < 1u << 16; i++) {
+    t->bf16[i] = (float)num_decode(i, SK_BF16).f;
+    t->bf16_to_e4m3[i] = (uint8_t)num_encode(num_decode(i, SK_BF16), SK_F8E4M3);
+  }
+  for (uint32_t i = 0; i < 1u << 8; i++) t->e4m3[i] = (float)num_decode(i, SK_F8E4M3).f;
+  return t;
+}
+
+/* The bf16 bits of x, through f32, then to nearest even on the upper half
+ * (finite x only). Going through f32 can round a tie differently from a
+ * direct rounding; that does not matter here, as everything downstream
+ * uses the stored bits. */
+static uint16_t bf16_bits(double x) {
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+/* dst[c, r] = src[r, c] for a rows x cols matrix of 2-byte elements. */
+static void transpose_u16(const uint16_t *src, uint16_t *dst, size_t rows, size_t cols) {
+  for (size_t r0 = 0; r0 < rows; r0 += TRANSPOSE_BLOCK)
+    for (size_t c0 = 0; c0 < cols; c0 += TRANSPOSE_BLOCK)
+      for (size_t r = r0; r < rows && r < r0 + TRANSPOSE_BLOCK; r++)
+        for (size_t c = c0; c < cols && c < c0 + TRANSPOSE_BLOCK; c++) dst[c * rows + r] = src[r * cols + c];
+}
+
+/* An element of a host matrix of 1- or 2-byte values, through its table. */
+static float host_value(const DBuf *b, size_t i, const float *table) {
+  return b->elem_bytes == 1 ? table[((const uint8_t *)b->host)[i]] : table[((const uint16_t *)b->host)[i]];
+}
+
+/* scale * (A @ B) on the rows host_row(p, 0 ..) in fp64, from the host
+ * copies of A [m, k] and B^T [n, k] (bf16 or e4m3, decoded by table). */
+static double *host_reference(const GemmProblem *p, const DBuf *a, const DBuf *b_t, const float *table, double scale) {
+  size_t n = (size_t)p->n, k = (size_t)p->k;
+  float *b = malloc(k * n * sizeof *b); /* B [k, n]: the inner loop below runs along its rows */
+  double *ref = calloc((size_t)GEMM_HOST_ROWS * n, sizeof *ref);
+  if (!b || !ref) {
+    free(b), free(ref);
+    printf("  out of host memory for the GEMM reference\n");
+    return NULL;
+  }
+  for (size_t j0 = 0; j0 < n; j0 += TRANSPOSE_BLOCK)
+    for (size_t k0 = 0; k0 < k; k0 += TRANSPOSE_BLOCK)
+      for (size_t j = j0; j < n && j < j0 + TRANSPOSE_BLOCK; j++)
+        for (size_t kk = k0; kk < k && kk < k0 + TRANSPOSE_BLOCK; kk++)
+          b[kk * n + j] = host_value(b_t, j * k + kk, table);
+  /* Each row of B once for all the reference rows, while it is in cache. */
+  for (size_t kk = 0; kk < k; kk++) {
+    const float *brow = b + kk * n;
+    for (int i = 0; i < GEMM_HOST_ROWS; i++) {
+      double x = scale * host_value(a, (size_t)host_row(p, i) * k + kk, table), *out = ref + (size_t)i * n;
+      for (size_t j = 0; j < n; j++) out[j] += x * brow[j];
+    }
+  }
+  free(b);
+  return ref;
+}
+
+static bool dev_alloc(Gpu *g, uint64_t *out, size_t bytes) {
+  if (tile_mem_alloc(g->rt, bytes, out) == TILE_OK) return true;
+  printf("  device allocation of %zu bytes failed: %s\n", bytes, tile_last_error());
+  *out = 0;
+  return false;
+}
+
+/* Allocates a host + device buffer and keeps the device pointer in *dev,
+ * which the problem then owns. */
+static bool gemm_buffer(GemmProblem *p, DBuf *b, const char *name, const char *elem, size_t n, uint64_t *dev) {
+  bool ok = dbuf_alloc(p->g, b, name, elem, n);
+  *dev = b->dev;
+  return ok;
+}
+
+static void gemm_problem_free(GemmProblem *p) {
+  const uint64_t bufs[] = {p->a,    p->a_t,    p->b,       p->b_t,       p->c,         p->c_ref,
+                           p->a_f8, p->b_t_f8, p->scale_a, p->scale_b, p->c_ref_f8};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]) tile_mem_free(p->g->rt, bufs[i]);
+  free(p->host_ref);
+  free(p->host_ref_f8);
+  memset(p, 0, sizeof *p);
+}
+
+/* The fp8 operands (A and B^T rounded to e4m3), the scales and their host
+ * reference, from the bf16 host copies. */
+static bool gemm_problem_fp8(GemmProblem *p, const GemmTables *t, const DBuf *a, const DBuf *b_t, DBuf *a8,
+                             DBuf *b_t8) {
+  size_t mk = (size_t)p->m * (size_t)p->k, nk = (size_t)p->n * (size_t)p->k;
+  if (!gemm_buffer(p, a8, "A fp8", "f8e4m3", mk, &p->a_f8) ||
+      !gemm_buffer(p, b_t8, "B^T fp8", "f8e4m3", nk, &p->b_t_f8))
+    return false;
+  const uint16_t *a16 = a->host, *b_t16 = b_t->host;
+  uint8_t *a8h = a8->host, *b_t8h = b_t8->host;
+  for (size_t i = 0; i < mk; i++) a8h[i] = t->bf16_to_e4m3[a16[i]];
+  for (size_t i = 0; i < nk; i++) b_t8h[i] = t->bf16_to_e4m3[b_t16[i]];
+  const float scale_a = FP8_SCALE_A, scale_b = FP8_SCALE_B;
+  if (!dbuf_upload(p->g, a8) || !dbuf_upload(p->g, b_t8) || !dev_alloc(p->g, &p->scale_a, sizeof scale_a) ||
+      !dev_alloc(p->g, &p->scale_b, sizeof scale_b) ||
+      !dev_alloc(p->g, &p->c_ref_f8, (size_t)p->m * (size_t)p->n * 2) ||
+      tile_memcpy_htod(p->g->rt, p->scale_a, &scale_a, sizeof scale_a) != TILE_OK ||
+      tile_memcpy_htod(p->g->rt, p->scale_b, &scale_b, sizeof scale_b) != TILE_OK)
+    return false;
+  p->host_ref_f8 = host_reference(p, a8, b_t8, t->e4m3, (double)scale_a * (double)scale_b);
+  p->fp8 = true;
+  return p->host_ref_f8 != NULL;
+}
+
+/* The checked rows: one at a random offset in each 64th of the m rows. */
+static void gemm_pick_rows(GemmProblem *p, Rng *r) {
+  size_t m = (size_t)p->m;
+  for (size_t i = 0; i < GEMM_CHECK_ROWS; i++) {
+    size_t lo = m * i / GEMM_CHECK_ROWS, hi = m * (i + 1) / GEMM_CHECK_ROWS;
+    size_t row = lo + (size_t)rng_uniform(r, 0, (double)(hi - lo));
+    p->rows[i] = (int)(row < hi ? row : lo);
+  }
+}
+
+/* Makes the operands on the host (random bf16, then the transposed
+ * copies), uploads them, picks the checked rows and computes the host
+ * reference. */
+static bool gemm_problem_init(GemmProblem *p, Gpu *g, CublasAnchor *cublas, const GemmTables *t, const GemmShape *s) {
+  memset(p, 0, sizeof *p);
+  p->g = g, p->cublas = cublas, p->m = s->m, p->n = s->n, p->k = s->k;
+  if (s->m == s->n && s->n == s->k) snprintf(p->label, sizeof p->label, "%d^3", s->m);
+  else snprintf(p->label, sizeof p->label, "%dx%dx%d", s->m, s->n, s->k);
+  size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
+  Rng r = {m * 31 + n * 17 + k}; /* a fixed seed per shape */
+  gemm_pick_rows(p, &r);
+  DBuf a = {0}, a_t = {0}, b = {0}, b_t = {0}, a8 = {0}, b_t8 = {0};
+  bool ok = gemm_buffer(p, &a, "A", "bf16", m * k, &p->a) && gemm_buffer(p, &a_t, "A^T", "bf16", m * k, &p->a_t) &&
+            gemm_buffer(p, &b, "B", "bf16", k * n, &p->b) && gemm_buffer(p, &b_t, "B^T", "bf16", k * n, &p->b_t) &&
+            dev_alloc(g, &p->c, m * n * 4) && dev_alloc(g, &p->c_ref, m * n * 2);
+  if (ok) {
+    uint16_t *a16 = a.host, *b16 = b.host;
+    for (size_t i = 0; i < m * k; i++) a16[i] = bf16_bits(rng_uniform(&r, -GEMM_INPUT_RANGE, GEMM_INPUT_RANGE));
+    for (size_t i = 0; i < k * n; i++) b16[i] = bf16_bits(rng_uniform(&r, -GEMM_INPUT_RANGE, GEMM_INPUT_RANGE));
+    transpose_u16(a16, a_t.host, m, k);
+    transpose_u16(b16, b_t.host, k, n);
+    ok = dbuf_upload(g, &a) && dbuf_upload(g, &a_t) && dbuf_upload(g, &b) && dbuf_upload(g, &b_t) &&
+         (p->host_ref = host_reference(p, &a, &b_t, t->bf16, 1.0)) != NULL &&
+         (!s->fp8 || gemm_problem_fp8(p, t, &a, &b_t, &a8, &b_t8));
+  }
+  /* The device buffers are the problem's; only the host copies go. */
+  DBuf *hosts[] = {&a, &a_t, &b, &b_t, &a8, &b_t8};
+  for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) free(hosts[i]->host);
+  if (!ok) printf("  gemm %s: setting up the problem failed\n", p->label);
+  return ok;
+}
+
+/* Poisons the [m, n] matrix at c, of f32 (4-byte) or bf16 elements. */
+static bool gemm_poison(const GemmProblem *p, uint64_t c, bool f32) {
+  return tile_memset_d8(p->g->rt, c, GEMM_POISON_BYTE, (size_t)p->m * (size_t)p->n * (f32 ? 4 : 2)) == TILE_OK;
+}
+
+/* Reads row `row` of the [m, n] matrix at c (bf16, or f32) as doubles. */
+static bool read_row(const GemmProblem *p, uint64_t c, bool f32, int row, void *scratch, double *out) {
+  size_t n = (size_t)p->n, elem = f32 ? 4 : 2;
+  if (tile_memcpy_dtoh(p->g->rt, scratch, c + (uint64_t)row * n * elem, n * elem) != TILE_OK) {
+    printf("  reading row %d of C failed: %s\n", row, tile_last_error());
+    return false;
+  }
+  ScalarKind kind = f32 ? SK_F32 : SK_BF16;
+  for (size_t j = 0; j < n; j++) out[j] = num_load((const char *)scratch + j * elem, kind).f;
+  return true;
+}
+
+/* ||C - R|| / ||R|| (Frobenius) over the given rows: R from the device
+ * matrix ref (bf16) or, when ref is 0, from the host reference host_ref
+ * (one row of n per entry of rows). NaN when a row cannot be read, or when
+ * C holds a NaN. */
+static double gemm_error(const GemmProblem *p, uint64_t c, bool c_f32, uint64_t ref, const double *host_ref,
+                         const int *rows, int nrows_checked) {
+  size_t n = (size_t)p->n;
+  void *scratch = malloc(n * 4);
+  double *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+  double diff2 = 0, ref2 = 0;
+  bool ok = scratch && got && want;
+  for (int i = 0; ok && i < nrows_checked; i++) {
+    ok = read_row(p, c, c_f32, rows[i], scratch, got);
+    if (ok && ref) ok = read_row(p, ref, false, rows[i], scratch, want);
+    if (ok && !ref) memcpy(want, host_ref + (size_t)i * n, n * sizeof *want);
+    for (size_t j = 0; ok && j < n; j++) diff2 += (got[j] - want[j]) * (got[j] - want[j]), ref2 += want[j] * want[j];
+  }
+  free(scratch), free(got), free(want);
+  return ok && ref2 > 0 ? sqrt(diff2 / ref2) : NAN;
+}
+
+/* Against cuBLAS's C on the GEMM_CHECK_ROWS sampled rows. */
+static double gemm_error_vs_cublas(const GemmProblem *p, uint64_t c, GemmPrecision prec) {
+  return gemm_error(p, c, false, prec == GEMM_FP8 ? p->c_ref_f8 : p->c_ref, NULL, p->rows, GEMM_CHECK_ROWS);
+}
+
+/* Against the host reference on the GEMM_HOST_ROWS rows that have one. */
+static double gemm_error_vs_host(const GemmProblem *p, uint64_t c, bool c_f32, GemmPrecision prec) {
+  int rows_h[GEMM_HOST_ROWS];
+  for (int i = 0; i < GEMM_HOST_ROWS; i++) rows_h[i] = host_row(p, i);
+  return gemm_error(p, c, c_f32, 0, prec == GEMM_FP8 ? p->host_ref_f8 : p->host_ref, rows_h, GEMM_HOST_ROWS);
+}
+
+static bool gemm_error_ok(double err) { return err <= GEMM_TOLERANCE; /* false for NaN */ }
+
+static const char *gemm_kind_name(GemmPrecision prec) { return prec == GEMM_FP8 ? "fp8 e4m3" : "bf16"; }
+
+/* A kernel's row next to its anchor: TFLOP/s from ms (<= 0: the runs
+ * failed) with the ratio to cuBLAS's figure, then its C (bf16 [m, n] at c)
+ * checked against cuBLAS's on the sampled rows. p->c is poisoned after, so
+ * the next variant cannot pass on this one's C. */
+static __attribute__((unused)) /* until our GEMM kernels have rows */ void
+gemm_report(GemmProblem *p, const char *variant, GemmPrecision prec, double ms, uint64_t c) {
+  char name[96];
+  snprintf(name, sizeof name, "gemm %s %s %s", gemm_kind_name(prec), p->label, variant);
+  if (ms > 0) add_row(name, gemm_tflops(ms, p), prec == GEMM_FP8 ? p->tflops_fp8 : p->tflops, "TFLOP/s");
+  else printf("%-44s failed\n", name);
+  double err = gemm_error_vs_cublas(p, c, prec);
+  printf("  check: relative error %.2e against cuBLAS on %d rows: %s\n", err, GEMM_CHECK_ROWS,
+         gemm_error_ok(err) ? "ok" : "WRONG");
+  gemm_poison(p, p->c, true);
+}
+
+/* One cuBLAS or cuBLASLt call on the problem, as a LaunchFn. */
+typedef struct CublasCall {
+  GemmProblem *p;
+  GemmPrecision prec;
+  bool a_trans, b_trans, out_f32; /* bf16 only: A^T and/or B^T as stored operands, f32 C */
+  uint64_t c;
+} CublasCall;
+
+static bool do_cublas(void *ctx) {
+  const CublasCall *k = ctx;
+  const GemmProblem *p = k->p;
+  char msg[512];
+  bool ok = k->prec == GEMM_FP8
+                ? cublas_anchor_gemm_fp8(p->cublas, NULL, p->m, p->n, p->k, p->a_f8, p->b_t_f8, p->scale_a,
+                                         p->scale_b, k->c, msg, sizeof msg)
+                : cublas_anchor_gemm(p->cublas, NULL, false, k->out_f32, k->a_trans, k->b_trans, p->m, p->n, p->k,
+                                     k->a_trans ? p->a_t : p->a, k->a_trans ? p->m : p->k, k->b_trans ? p->b_t : p->b,
+                                     k->b_trans ? p->k : p->n, k->c, p->n, msg, sizeof msg);
+  if (!ok) printf("  %s\n", msg);
+  return ok;
+}
+
+/* Runs call once on a poisoned C and checks it against the host reference;
+ * appends "what error" to the line being built. */
+static bool cublas_checked_run(CublasCall *call, const char *what, char *line, size_t size) {
+  bool ok = gemm_poison(call->p, call->c, call->out_f32) && do_cublas(call);
+  double err = ok ? gemm_error_vs_host(call->p, call->c, call->out_f32, call->prec) : NAN;
+  size_t used = strlen(line);
+  snprintf(line + used, size - used, "  %s %.2e", what, err);
+  return gemm_error_ok(err);
+}
+
+/* cuBLAS's bf16 anchor: checked against the host reference with A and B
+ * in each storage order, and once with an f32 C (the first run, A and B
+ * row-major, stays in c_ref for the kernels' checks); then timed with A
+ * and B row-major, into p->c, which is poisoned after. */
+static bool gemm_anchor_bf16(GemmProblem *p) {
+  static const struct {
+    bool a_trans, b_trans, out_f32;
+    const char *what;
+  } cases[] = {
+      {false, false, false, "A.B"}, {true, false, false, "At.B"},       {false, true, false, "A.Bt"},
+      {true, true, false, "At.Bt"}, {false, false, true, "A.B f32-out"},
+  };
+  char line[256] = "";
+  bool ok = true;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CublasCall call = {p, GEMM_BF16, cases[i].a_trans, cases[i].b_trans, cases[i].out_f32, i == 0 ? p->c_ref : p->c};
+    ok &= cublas_checked_run(&call, cases[i].what, line, sizeof line);
+  }
+  printf("  cuBLAS bf16 %s against the host reference on %d rows:%s: %s\n", p->label, GEMM_HOST_ROWS, line,
+         ok ? "ok" : "WRONG");
+  CublasCall timed = {p, GEMM_BF16, false, false, false, p->c};
+  double ms = time_ms(p->g, do_cublas, &timed);
+  if (ms <= 0) return false;
+  p->tflops = gemm_tflops(ms, p);
+  char name[96];
+  snprintf(name, sizeof name, "gemm bf16 %s cuBLAS", p->label);
+  add_row(name, p->tflops, p->tflops, "TFLOP/s");
+  return gemm_poison(p, p->c, true); /* so a kernel that writes nothing fails */
+}
+
+/* cuBLASLt's fp8 anchor: checked against the host reference (the run
+ * stays in c_ref_f8), then timed into p->c, which is poisoned after. */
+static bool gemm_anchor_fp8(GemmProblem *p) {
+  char line[128] = "";
+  CublasCall call = {p, GEMM_FP8, false, false, false, p->c_ref_f8};
+  bool ok = cublas_checked_run(&call, "A.Bt", line, sizeof line);
+  printf("  cuBLASLt fp8 %s against the host reference on %d rows:%s: %s\n", p->label, GEMM_HOST_ROWS, line,
+         ok ? "ok" : "WRONG");
+  call.c = p->c;
+  double ms = time_ms(p->g, do_cublas, &call);
+  if (ms <= 0) return false;
+  p->tflops_fp8 = gemm_tflops(ms, p);
+  char name[96];
+  snprintf(name, sizeof name, "gemm fp8 e4m3 %s cuBLASLt", p->label);
+  add_row(name, p->tflops_fp8, p->tflops_fp8, "TFLOP/s");
+  return gemm_poison(p, p->c, true); /* so a kernel that writes nothing fails */
+}
+
+static void bench_gemm(Gpu *g) {
+  static const GemmShape shapes[] = {{8192, 8192, 8192, true}, {4096, 4096, 4096, false}, {16384, 2048, 8192, false}};
+  CublasAnchor *cublas;
+  char msg[1024];
+  if (!cublas_anchor_open(&cublas, g->rt, msg, sizeof msg)) {
+    printf("GEMM rows skipped: cuBLAS cannot be used (%s)\n", msg);
+    return;
+  }
+  printf("GEMM anchors: %s\n", cublas_anchor_describe(cublas));
+  GemmTables *tables = gemm_tables_new();
+  if (!tables) printf("GEMM rows skipped: out of host memory\n");
+  for (size_t i = 0; tables && i < sizeof shapes / sizeof shapes[0]; i++) {
+    GemmProblem p;
+    if (gemm_problem_init(&p, g, cublas, tables, &shapes[i])) {
+      if (gemm_anchor_bf16(&p)) {
+        /* Our bf16 kernels: one gemm_report(&p, "<variant>", GEMM_BF16, ms, p.c) each. */
+      }
+      if (p.fp8 && gemm_anchor_fp8(&p)) {
+        /* Our fp8 kernels: one gemm_report(&p, "<variant>", GEMM_FP8, ms, p.c) each. */
+      }
+    }
+    gemm_problem_free(&p);
+  }
+  free(tables);
+  cublas_anchor_close(cublas);
+}
+
 /* ---- launch cost ---- */
 
 typedef int (*CuLaunchKernelFn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -261,6 +710,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const RowKernel layernorm = {"layernorm", "lang/std/layernorm.tile", true};
   for (int n = 4096; n <= 32768; n *= 2) bench_rows(&g, copy, &softmax, n);
   for (int n = 4096; n <= 16384; n *= 2) bench_rows(&g, copy, &layernorm, n);
+  bench_gemm(&g);
   bench_launch(&g);
   bench_compile(&g);
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");

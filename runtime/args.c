@@ -10,8 +10,16 @@
  * to them before anything reaches the driver. The checks are a pure
  * function (tile_check_args) so tests exercise them without a GPU.
  *
- * Both checking and packing run on every launch: no allocation, no lock,
- * one pass over the parameters each.
+ * A descriptor parameter takes either an encoded CUtensorMap (checked for
+ * NULL only) or a tile_tensor, which is held to every rule of TMA that
+ * can be checked on the host (cuTensorMapEncodeTiled's documentation in
+ * cuda.h) together with the box and swizzle of the metadata, so that a bad
+ * tensor is reported with the argument's name here rather than as a bare
+ * CUDA_ERROR_INVALID_VALUE from the encoder at launch.
+ *
+ * Both checking and packing run on every launch: no allocation, no lock
+ * (but for the tensor-map cache of tile_arg_tensor arguments, tmap.c), one
+ * pass over the parameters each.
  */
 #include <float.h>
 #include <stdio.h>
@@ -35,6 +43,16 @@
 #define F16_MAN_BITS 10
 #define BF16_EXP_BITS 8
 #define BF16_MAN_BITS 7
+
+/* TMA's limits (cuTensorMapEncodeTiled in cuda.h of CUDA 13.0). The base
+ * address and every stride in bytes are multiples of 16 ... */
+#define TMA_ALIGN 16
+/* ... every size is at most 2^32 elements ... */
+#define TMA_MAX_SIZE (INT64_C(1) << 32)
+/* ... every stride is below 2^40 bytes ... */
+#define TMA_STRIDE_BYTES_LIMIT (UINT64_C(1) << 40)
+/* ... and a box is at most 256 elements along each dimension. */
+#define TMA_MAX_BOX 256
 
 /* ---- 16-bit floats ----------------------------------------------------- */
 
@@ -99,6 +117,22 @@ int tilert_param_align(const tile_param_info *p) {
   return p->kind == TILE_PARAM_DESC ? TILE_DESC_ALIGN : tilert_param_size(p);
 }
 
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+tile_status tilert_layout_params(const tile_kernel_info *info, tilert_param_slot *slots) {
+  size_t offset = 0;
+  for (int i = 0; i < info->nparams; i++) {
+    const tile_param_info *p = &info->params[i];
+    offset = align_up(offset, (size_t)tilert_param_align(p));
+    slots[i] = (tilert_param_slot){(uint16_t)offset, (uint16_t)tilert_param_size(p)};
+    offset += (size_t)tilert_param_size(p);
+    if (offset > TILE_MAX_PARAM_BYTES)
+      return tilert_fail(TILE_ERROR_UNSUPPORTED, "kernel '%s': its parameters take more than %d bytes", info->name,
+                         TILE_MAX_PARAM_BYTES);
+  }
+  return TILE_OK;
+}
+
 /* ---- checking ---------------------------------------------------------- */
 
 /* Value range of each integer type (lo <= 0 for all of them). */
@@ -148,6 +182,7 @@ static const char *arg_kind_phrase(tile_arg_kind k) {
   case TILE_ARG_UINT: return "an unsigned integer";
   case TILE_ARG_FLOAT: return "a float";
   case TILE_ARG_DESC: return "a tensor descriptor";
+  case TILE_ARG_TENSOR: return "a tensor";
   default: return "an argument of unknown kind";
   }
 }
@@ -204,7 +239,87 @@ static tile_status check_float(const check_ctx *c, const tile_param_info *p, con
   return TILE_OK;
 }
 
+/* Sizes: 1 to 2^32 elements along every dimension. */
+static tile_status check_tensor_sizes(const check_ctx *c, const tile_tensor *t) {
+  for (int d = 0; d < t->rank; d++)
+    if (t->shape[d] < 1 || t->shape[d] > TMA_MAX_SIZE)
+      return arg_error(c, "size of dimension %d is %" PRId64 ", must be from 1 to 2^32", d, t->shape[d]);
+  return TILE_OK;
+}
+
+/* Strides: the innermost dimension contiguous, the others positive and, in
+ * bytes, multiples of 16 below 2^40. */
+static tile_status check_tensor_strides(const check_ctx *c, const tile_param_info *p, const tile_tensor *t) {
+  int inner = t->rank - 1;
+  if (t->strides[inner] != 1)
+    return arg_error(c,
+                     "stride of dimension %d is %" PRId64 " elements, must be 1 (TMA needs the last dimension "
+                     "contiguous)",
+                     inner, t->strides[inner]);
+  uint64_t elem = (uint64_t)p->elem_bytes;
+  for (int d = 0; d < inner; d++) {
+    int64_t s = t->strides[d];
+    if (s < 1) return arg_error(c, "stride of dimension %d is %" PRId64 " elements, must be at least 1", d, s);
+    /* elem is a power of two that divides the limit: no overflow. */
+    if ((uint64_t)s >= TMA_STRIDE_BYTES_LIMIT / elem)
+      return arg_error(c, "stride of dimension %d is %" PRId64 " elements of %s, not below 2^40 bytes (the TMA limit)",
+                       d, s, p->elem);
+    if ((uint64_t)s * elem % TMA_ALIGN != 0)
+      return arg_error(c,
+                       "stride of dimension %d is %" PRId64 " elements (%" PRIu64 " bytes), not a multiple of 16 "
+                       "bytes",
+                       d, s, (uint64_t)s * elem);
+  }
+  return TILE_OK;
+}
+
+/* The box the kernel was compiled with: every dimension 1 to 256, the
+ * innermost a multiple of 16 bytes and, when swizzled, within the swizzle
+ * span. A property of the kernel, but found here where the message can
+ * name the parameter. */
+static tile_status check_box(const check_ctx *c, const tile_param_info *p) {
+  int bad_dim = -1;
+  for (int d = 0; d < p->desc_rank && bad_dim < 0; d++)
+    if (p->box[d] < 1 || p->box[d] > TMA_MAX_BOX) bad_dim = d;
+  int inner = p->box[p->desc_rank - 1], bytes = bad_dim < 0 ? inner * p->elem_bytes : 0;
+  bool fits = bad_dim < 0 && bytes % TMA_ALIGN == 0 && (!p->swizzle || bytes <= p->swizzle);
+  if (fits) return TILE_OK;
+  /* The box as "64 x 64" for the message; only on failure, since this
+   * check runs on every launch. */
+  char box[64] = "";
+  for (int d = 0; d < p->desc_rank; d++) {
+    size_t used = strlen(box);
+    tilert_format(box + used, sizeof box - used, "%s%d", d ? " x " : "", p->box[d]);
+  }
+  if (bad_dim >= 0)
+    return arg_error(c, "the kernel's box %s has dimension %d of %d elements, TMA allows 1 to %d", box, bad_dim,
+                     p->box[bad_dim], TMA_MAX_BOX);
+  if (bytes % TMA_ALIGN != 0)
+    return arg_error(c, "the kernel's box %s has an inner dimension of %d bytes (%d x %s), not a multiple of 16 bytes",
+                     box, bytes, inner, p->elem);
+  return arg_error(c,
+                   "the kernel's box %s has an inner dimension of %d bytes (%d x %s), more than its %d-byte swizzle "
+                   "span",
+                   box, bytes, inner, p->elem, p->swizzle);
+}
+
+static tile_status check_tensor(const check_ctx *c, const tile_param_info *p, const tile_tensor *t) {
+  if (!t) return arg_error(c, "the tile_tensor pointer is NULL");
+  if (t->rank != p->desc_rank)
+    return arg_error(c, "tensor of rank %d for a parameter of rank %d (tensor<%s, %d>)", t->rank, p->desc_rank, p->elem,
+                     p->desc_rank);
+  if (!t->ptr) return arg_error(c, "tensor base is 0 (a NULL device pointer)");
+  if (t->ptr % TMA_ALIGN != 0)
+    return arg_error(c, "tensor base 0x%" PRIx64 " is not aligned to 16 bytes (TMA needs a 16-byte aligned base)",
+                     t->ptr);
+  tile_status st = check_tensor_sizes(c, t);
+  if (st == TILE_OK) st = check_tensor_strides(c, p, t);
+  if (st == TILE_OK) st = check_box(c, p);
+  return st;
+}
+
 static tile_status check_desc(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  if (a->kind == TILE_ARG_TENSOR) return check_tensor(c, p, a->tensor);
   if (a->kind != TILE_ARG_DESC) return wrong_kind(c, p, a);
   if (!a->desc) return arg_error(c, "the tensor descriptor pointer is NULL");
   return TILE_OK;
@@ -304,11 +419,17 @@ static void write_arg(unsigned char *dst, const tile_param_info *p, const tile_a
   }
 }
 
-void tilert_pack_args(const tile_kernel *k, const tile_arg *args, unsigned char *buf, void **params) {
-  const tile_param_info *ps = k->info->params;
-  for (int i = 0; i < k->info->nparams; i++) {
-    unsigned char *dst = buf + k->slots[i].offset;
-    write_arg(dst, &ps[i], &args[i]);
+tile_status tilert_pack_args(const tile_kernel_info *info, const tilert_param_slot *slots, tilert_tmap_cache *tmaps,
+                             const tile_arg *args, unsigned char *buf, void **params) {
+  for (int i = 0; i < info->nparams; i++) {
+    unsigned char *dst = buf + slots[i].offset;
+    if (args[i].kind == TILE_ARG_TENSOR) {
+      tile_status st = tilert_tmap_get(tmaps, info, i, args[i].tensor, dst);
+      if (st != TILE_OK) return st;
+    } else {
+      write_arg(dst, &info->params[i], &args[i]);
+    }
     params[i] = dst;
   }
+  return TILE_OK;
 }

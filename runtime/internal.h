@@ -30,6 +30,17 @@
 /* CUtensorMap must be 64-byte aligned. */
 #define TILE_DESC_ALIGN 64
 
+/* Encoded tensor maps each kernel with descriptor parameters keeps (all
+ * its descriptor parameters together). A hot loop launches a kernel with a
+ * handful of tensors per parameter (a GEMM's A, B and C over a few layers
+ * or shapes); 32 covers that while the linear scan of the keys under the
+ * lock stays short. A workload cycling through more tensors than this
+ * still works and pays one encode per miss (on an H200, a launch that
+ * misses cost about 0.2 us more host time than one that hits). The table
+ * is allocated with the kernel (about 7 KiB), so launches never
+ * allocate. */
+#define TILE_TMAP_CACHE_ENTRIES 32
+
 /* Longest kernel name accepted (symbol names are short in practice; the
  * metadata symbol name is built in a stack buffer). */
 #define TILE_MAX_NAME 512
@@ -160,12 +171,15 @@ typedef struct tilert_param_slot {
   uint16_t size;
 } tilert_param_slot;
 
+typedef struct tilert_tmap_cache tilert_tmap_cache;
+
 struct tile_kernel {
   tile_runtime *rt;
   tile_module *module;
   tile_kernel *next; /* in the module's list, under rt->mutex */
   CUfunction func;
-  tile_kernel_info *info; /* NULL: no metadata, unchecked launches only */
+  tile_kernel_info *info;    /* NULL: no metadata, unchecked launches only */
+  tilert_tmap_cache *tmaps;  /* encoded maps; NULL without descriptor parameters */
   unsigned block_x;       /* 32 * warps */
   unsigned shared_bytes;
   size_t size; /* bytes of this allocation (struct + slots + name) */
@@ -260,9 +274,44 @@ tile_status tilert_check_args(const tile_kernel_info *info, const uint32_t grid[
 int tilert_param_size(const tile_param_info *p);
 int tilert_param_align(const tile_param_info *p);
 
-/* Writes checked args into buf at the kernel's slots and points params[i]
- * at each. */
-void tilert_pack_args(const tile_kernel *k, const tile_arg *args, unsigned char *buf, void **params);
+/* Where each of info's parameters goes in the packed buffer (slots has
+ * info->nparams entries). TILE_ERROR_UNSUPPORTED (with the error message
+ * set) above TILE_MAX_PARAM_BYTES. */
+tile_status tilert_layout_params(const tile_kernel_info *info, tilert_param_slot *slots);
+
+/* Writes checked args into buf (aligned to TILE_DESC_ALIGN) at slots and
+ * points params[i] at each; tile_arg_tensor arguments go through tmaps
+ * (which must exist if there are any). Fails only where encoding a tensor
+ * map fails, with the error message set. */
+tile_status tilert_pack_args(const tile_kernel_info *info, const tilert_param_slot *slots, tilert_tmap_cache *tmaps,
+                             const tile_arg *args, unsigned char *buf, void **params);
+
+/* ---- tensor maps (tmap.c) ------------------------------------------------ */
+
+/* The encoder: the driver's cuTensorMapEncodeTiled, or in tests a fake
+ * that records what it is given. */
+typedef PFN_cuTensorMapEncodeTiled_v12000 tilert_tmap_encode_fn;
+
+/* A cache of TILE_TMAP_CACHE_ENTRIES encoded maps, least recently used
+ * out first, safe to use from several threads. encode may be NULL (a
+ * driver older than CUDA 12.0): every lookup then fails with
+ * TILE_ERROR_UNSUPPORTED. error_name (may be NULL) names CUresults in
+ * messages. */
+tile_status tilert_tmap_cache_create(const tilert_allocator *a, tilert_tmap_encode_fn encode,
+                                     PFN_cuGetErrorName_v6000 error_name, tilert_tmap_cache **out);
+void tilert_tmap_cache_destroy(tilert_tmap_cache *c); /* NULL is allowed */
+
+/* Whether a kernel needs a cache: it has a descriptor parameter. */
+bool tilert_has_desc_params(const tile_kernel_info *info);
+
+/* The CUtensorMap for the tile_tensor t passed as argument index (a
+ * descriptor parameter of info; t already checked by tilert_check_args),
+ * written to map (TILE_DESC_BYTES bytes): from the cache when the same
+ * (index, ptr, rank, shape, strides) was encoded before, else encoded and
+ * cached. An encoder error is TILE_ERROR_INVALID_ARGUMENT with every value
+ * passed in the message. */
+tile_status tilert_tmap_get(tilert_tmap_cache *c, const tile_kernel_info *info, int index, const tile_tensor *t,
+                            void *map);
 
 /* IEEE binary16 and bfloat16 bits of x, rounded to nearest even. */
 uint16_t tilert_f16_bits(double x);

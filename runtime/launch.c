@@ -5,7 +5,11 @@
  * cuLaunchKernel costs about 4.5 us of host time on an H200. A checked
  * launch adds one pass over the arguments to check them (args.c), one to
  * pack them into a stack buffer at offsets computed when the kernel was
- * looked up, and a read of the current context. No allocation, no lock.
+ * looked up, and a read of the current context. No allocation, no lock;
+ * a tile_arg_tensor argument adds a look-up in the kernel's cache of
+ * encoded tensor maps, under its lock, and an encode on a miss (tmap.c).
+ * The context is made current before packing because the encoder is a
+ * driver call.
  */
 #include "internal.h"
 
@@ -34,10 +38,13 @@ tile_status tile_launch(const tile_kernel *k, const uint32_t grid[3], tile_strea
   }
   CUstream cs = NULL;
   if ((st = tilert_stream_of(rt, stream, &cs)) != TILE_OK) return st;
+  if ((st = tilert_bind(rt)) != TILE_OK) return st;
   _Alignas(TILE_DESC_ALIGN) unsigned char buf[TILE_MAX_PARAM_BYTES];
   void *params[TILE_MAX_PARAMS];
-  tilert_pack_args(k, args, buf, params);
-  if ((st = tilert_bind(rt)) != TILE_OK) return st;
+  if ((st = tilert_pack_args(k->info, k->slots, k->tmaps, args, buf, params)) != TILE_OK) {
+    tilert_log_last_error(rt);
+    return st;
+  }
   CUresult r =
       rt->drv.launch_kernel(k->func, grid[0], grid[1], grid[2], k->block_x, 1, 1, k->shared_bytes, cs, params, NULL);
   if (r != CUDA_SUCCESS) return launch_failed(k, r, grid, (const unsigned[3]){k->block_x, 1, 1}, k->shared_bytes);

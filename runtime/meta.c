@@ -286,11 +286,6 @@ static tile_status parse_option(const meta_parser *p, int i, tile_param_info *pr
     if (prm->multiple_of) return meta_error(p, "second 'multiple_of' for parameter '%s'", prm->name);
     if ((st = number_field(p, i + 1, "multiple_of", 1, META_MAX_MULTIPLE, &v)) != TILE_OK) return st;
     prm->multiple_of = (int)v;
-  } else if (prm->kind == TILE_PARAM_DESC && strcmp(key, "swizzle") == 0) {
-    if ((st = number_field(p, i + 1, "swizzle", 0, META_MAX_SWIZZLE, &v)) != TILE_OK) return st;
-    if (!is_swizzle_mode(v))
-      return meta_error(p, "swizzle %llu of parameter '%s' is not 0, 32, 64 or 128", (unsigned long long)v, prm->name);
-    prm->swizzle = (int)v;
   } else {
     return meta_error(p, "unknown option '%s' for parameter '%s'", key, prm->name);
   }
@@ -305,12 +300,28 @@ static tile_status parse_options(const meta_parser *p, int first, tile_param_inf
   return TILE_OK;
 }
 
-/* param NAME desc ELEM RANK box B1 .. BRANK [swizzle S] */
+/* "swizzle S" at fields[i], if there. */
+static tile_status parse_swizzle(const meta_parser *p, int i, tile_param_info *prm) {
+  if (i + 1 >= p->nfields) return meta_error(p, "option 'swizzle' of parameter '%s' has no value", prm->name);
+  uint64_t v = 0;
+  tile_status st = number_field(p, i + 1, "swizzle", 0, META_MAX_SWIZZLE, &v);
+  if (st != TILE_OK) return st;
+  if (!is_swizzle_mode(v))
+    return meta_error(p, "swizzle %llu of parameter '%s' is not 0, 32, 64 or 128", (unsigned long long)v, prm->name);
+  prm->swizzle = (int)v;
+  return TILE_OK;
+}
+
+/* param NAME desc ELEM RANK box B0 .. B(RANK-1) [swizzle S]: box sizes in
+ * the language's dimension order (0 outermost), exactly RANK of them; the
+ * swizzle at most once, 0 if absent. */
 static tile_status parse_desc(const meta_parser *p, tile_param_info *prm) {
   tile_status st = elem_field(p, 3, prm);
   uint64_t rank = 0;
   if (st == TILE_OK) st = number_field(p, 4, "descriptor rank", 1, TILE_DESC_MAX_RANK, &rank);
   if (st != TILE_OK) return st;
+  if (prm->dtype == TILE_DTYPE_I1)
+    return meta_error(p, "descriptor parameter '%s' cannot have i1 elements (TMA has no 1-bit type)", prm->name);
   prm->desc_rank = (int)rank;
   if (p->nfields <= 5 || strcmp(p->fields[5], "box") != 0)
     return meta_error(p, "expected 'box' and %d box sizes after the rank of parameter '%s'", (int)rank, prm->name);
@@ -319,7 +330,18 @@ static tile_status parse_desc(const meta_parser *p, tile_param_info *prm) {
     if ((st = number_field(p, 6 + d, "box size", 1, META_MAX_BOX, &v)) != TILE_OK) return st;
     prm->box[d] = (int)v;
   }
-  return parse_options(p, 6 + (int)rank, prm);
+  int i = 6 + (int)rank;
+  uint64_t extra;
+  if (i < p->nfields && parse_number(p->fields[i], UINT64_MAX, &extra))
+    return meta_error(p, "more than %d box sizes for parameter '%s' of rank %d", (int)rank, prm->name, (int)rank);
+  if (i < p->nfields && strcmp(p->fields[i], "swizzle") == 0) {
+    if ((st = parse_swizzle(p, i, prm)) != TILE_OK) return st;
+    i += 2;
+  }
+  if (i < p->nfields && strcmp(p->fields[i], "swizzle") == 0)
+    return meta_error(p, "second 'swizzle' for parameter '%s'", prm->name);
+  if (i < p->nfields) return meta_error(p, "unknown option '%s' for parameter '%s'", p->fields[i], prm->name);
+  return TILE_OK;
 }
 
 /* param NAME SCALAR [multiple_of N] */

@@ -9,7 +9,9 @@
  * raises the kernel's dynamic shared memory limit where it needs more than
  * the default 48 KiB, and computes where each argument goes in the packed
  * parameter buffer. The kernel object is then immutable and cached in its
- * module, so launches from any thread read it without a lock.
+ * module, so launches from any thread read it without a lock; the one
+ * mutable part, the cache of encoded tensor maps of a kernel with
+ * descriptor parameters (tmap.c), is made here too and has its own lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -217,6 +219,7 @@ tile_status tile_module_load_file(tile_runtime *rt, const char *path, tile_modul
 /* ---- unloading --------------------------------------------------------- */
 
 static void free_kernel(const tile_runtime *rt, tile_kernel *k) {
+  tilert_tmap_cache_destroy(k->tmaps);
   tile_meta_free(k->info);
   tilert_free(&rt->alloc, k, k->size);
 }
@@ -337,21 +340,14 @@ static tile_status check_param_sizes(const tile_runtime *rt, CUfunction f, const
 
 /* ---- kernels ----------------------------------------------------------- */
 
-static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-/* Where each argument goes in the packed buffer. */
-static tile_status layout_params(const tile_runtime *rt, tile_kernel *k) {
-  size_t offset = 0;
-  for (int i = 0; i < k->info->nparams; i++) {
-    const tile_param_info *p = &k->info->params[i];
-    offset = align_up(offset, (size_t)tilert_param_align(p));
-    k->slots[i] = (tilert_param_slot){(uint16_t)offset, (uint16_t)tilert_param_size(p)};
-    offset += (size_t)tilert_param_size(p);
-    if (offset > TILE_MAX_PARAM_BYTES)
-      return tilert_rt_fail(rt, TILE_ERROR_UNSUPPORTED, "kernel '%s': its parameters take more than %d bytes",
-                            k->info->name, TILE_MAX_PARAM_BYTES);
-  }
-  return TILE_OK;
+/* Where each argument goes in the packed buffer, and the cache of tensor
+ * maps if the kernel has descriptor parameters. */
+static tile_status prepare_launches(tile_runtime *rt, tile_kernel *k) {
+  tile_status st = tilert_layout_params(k->info, k->slots);
+  if (st == TILE_OK && tilert_has_desc_params(k->info))
+    st = tilert_tmap_cache_create(&rt->alloc, rt->drv.tensor_map_encode_tiled, rt->drv.get_error_name, &k->tmaps);
+  if (st != TILE_OK) tilert_log_last_error(rt);
+  return st;
 }
 
 static tile_status new_kernel(tile_module *m, CUfunction f, const char *name, tile_kernel_info *info,
@@ -366,8 +362,9 @@ static tile_status new_kernel(tile_module *m, CUfunction f, const char *name, ti
   k->block_x = info ? (unsigned)info->threads : 0;
   k->shared_bytes = info ? info->shared_bytes : 0;
   k->name = memcpy((char *)k + name_off, name, strlen(name) + 1);
-  tile_status st = info ? layout_params(rt, k) : TILE_OK;
+  tile_status st = info ? prepare_launches(rt, k) : TILE_OK;
   if (st != TILE_OK) {
+    tilert_tmap_cache_destroy(k->tmaps);
     tilert_free(&rt->alloc, k, size);
     return st;
   }

@@ -72,6 +72,10 @@ tile_status tilert_bind(const tile_runtime *rt) {
   return TILE_OK;
 }
 
+tile_status tile_runtime_bind(tile_runtime *rt) {
+  return rt ? tilert_bind(rt) : tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_runtime_bind: rt is NULL");
+}
+
 void tilert_lock(tile_runtime *rt) { pthread_mutex_lock(&rt->mutex); }
 void tilert_unlock(tile_runtime *rt) { pthread_mutex_unlock(&rt->mutex); }
 

@@ -21,8 +21,10 @@
  *   - Thread safety: a runtime may be used from any thread at once. Each
  *     call makes the device's primary context current on the calling thread
  *     (replacing whatever context was current there). Modules and kernels
- *     are immutable once created; launches take no lock and allocate
- *     nothing.
+ *     are immutable once created, except for each kernel's cache of encoded
+ *     TMA descriptors, which has a lock of its own: launches allocate
+ *     nothing, and only those passing tile_arg_tensor arguments take a
+ *     (short, per-kernel) lock.
  *
  * Lifetimes: destroy every module, stream, event and graph before the
  * runtime that made it; a tile_kernel belongs to its module and is freed by
@@ -45,8 +47,8 @@ extern "C" {
 /* The metadata text version this runtime reads ("tile-kernel 1"). */
 #define TILE_META_VERSION 1
 
-/* Largest tensor-descriptor rank in kernel metadata. CUtensorMap allows 5,
- * but tile kernels use at most 4-dimensional blocks. */
+/* Largest tensor-descriptor rank in kernel metadata and in a tile_tensor.
+ * CUtensorMap allows 5, but tile kernels use at most 4-dimensional blocks. */
 #define TILE_DESC_MAX_RANK 4
 
 /* Size of a tensor descriptor (CUtensorMap) passed by value. */
@@ -124,6 +126,11 @@ tile_status tile_runtime_destroy(tile_runtime *rt);
 
 /* Waits until all work on the device is done (cuCtxSynchronize). */
 tile_status tile_synchronize(tile_runtime *rt);
+
+/* Makes the runtime's context (the device's primary context) current on
+ * the calling thread, as every libtile call does first: for calling other
+ * CUDA libraries (cuBLAS, cuDNN) that use the current context. */
+tile_status tile_runtime_bind(tile_runtime *rt);
 
 typedef struct tile_device_properties {
   char name[256];
@@ -231,8 +238,24 @@ typedef enum tile_arg_kind {
   TILE_ARG_INT,   /* signed integer, for any integer parameter it fits */
   TILE_ARG_UINT,  /* unsigned integer, for any integer parameter it fits */
   TILE_ARG_FLOAT, /* float, converted to the parameter's float type */
-  TILE_ARG_DESC,  /* pointer to a 128-byte CUtensorMap, copied at launch */
+  TILE_ARG_DESC,   /* pointer to an encoded 128-byte CUtensorMap, copied at launch */
+  TILE_ARG_TENSOR, /* pointer to a tile_tensor, encoded into a CUtensorMap at launch */
 } tile_arg_kind;
+
+/* A tensor in device memory, for a descriptor parameter (tensor<T, R> in
+ * the language). The launch encodes the CUtensorMap from it and from what
+ * the kernel's metadata says: the element type, the box the kernel loads
+ * and stores, and the shared-memory swizzle. Dimensions are in the
+ * language's order: dimension 0 outermost, dimension rank - 1 the
+ * contiguous innermost one. Checked at launch (spec/abi.md): ptr non-zero
+ * and 16-byte aligned; every size 1 to 2^32; strides[rank - 1] == 1; every
+ * other stride at least 1 and, in bytes, a multiple of 16 below 2^40. */
+typedef struct tile_tensor {
+  uint64_t ptr;                          /* device address of element [0, ..., 0] */
+  int rank;                              /* 1..TILE_DESC_MAX_RANK, the parameter's R */
+  int64_t shape[TILE_DESC_MAX_RANK];     /* sizes, dimension 0 outermost */
+  int64_t strides[TILE_DESC_MAX_RANK];   /* in elements; strides[rank - 1] must be 1 */
+} tile_tensor;
 
 typedef struct tile_arg {
   tile_arg_kind kind;
@@ -242,6 +265,7 @@ typedef struct tile_arg {
     uint64_t u;
     double f;
     const void *desc;
+    const tile_tensor *tensor;
   };
 } tile_arg;
 
@@ -253,10 +277,21 @@ static inline tile_arg tile_arg_u32(uint32_t v) { tile_arg a; a.kind = TILE_ARG_
 static inline tile_arg tile_arg_u64(uint64_t v) { tile_arg a; a.kind = TILE_ARG_UINT; a.u = v; return a; }
 static inline tile_arg tile_arg_f32(float v) { tile_arg a; a.kind = TILE_ARG_FLOAT; a.f = v; return a; }
 static inline tile_arg tile_arg_f64(double v) { tile_arg a; a.kind = TILE_ARG_FLOAT; a.f = v; return a; }
+/* An encoded CUtensorMap (128 bytes, copied at launch): the escape hatch
+ * for maps made elsewhere; nothing in it is checked. */
 static inline tile_arg tile_arg_desc(const void *tensor_map) {
   tile_arg a;
   a.kind = TILE_ARG_DESC;
   a.desc = tensor_map;
+  return a;
+}
+/* A tensor for a descriptor parameter. The launch reads *t (it need not
+ * outlive the call) and encodes the map, or takes it from the kernel's
+ * cache of maps it encoded before. */
+static inline tile_arg tile_arg_tensor(const tile_tensor *t) {
+  tile_arg a;
+  a.kind = TILE_ARG_TENSOR;
+  a.tensor = t;
   return a;
 }
 
@@ -264,7 +299,9 @@ static inline tile_arg tile_arg_desc(const void *tensor_map) {
  * (every size >= 1 and within CUDA's limits), the argument count, the kind
  * of each argument, integers in range of their type and multiples of their
  * "multiple_of", finite floats within the range of their type, pointers aligned to
- * their element size and "align", descriptors non-NULL. On failure, writes
+ * their element size and "align", encoded descriptors non-NULL, tensors
+ * (tile_arg_tensor) against every TMA rule with the metadata's box and
+ * swizzle (the list is in spec/abi.md). On failure, writes
  * a message naming the argument ("argument 2 'n' of kernel 'softmax':
  * expected i32, got a pointer"; arguments are numbered from 0, as indices
  * into args) to msg (if msg_size > 0) and returns
@@ -279,9 +316,11 @@ typedef struct tile_event tile_event;
 typedef struct tile_graph tile_graph;
 
 /* Checks args as tile_check_args does (and the grid against the device's
- * limits), packs them and launches grid blocks of 32 * warps threads with
- * the metadata's dynamic shared memory. Asynchronous: errors the kernel
- * hits while running show up at the next synchronizing call. */
+ * limits), packs them (encoding a CUtensorMap for each tile_arg_tensor, or
+ * reusing the one the kernel's cache holds for the same parameter and
+ * tensor) and launches grid blocks of 32 * warps threads with the
+ * metadata's dynamic shared memory. Asynchronous: errors the kernel hits
+ * while running show up at the next synchronizing call. */
 tile_status tile_launch(const tile_kernel *k, const uint32_t grid[3], tile_stream *stream, const tile_arg *args,
                         int nargs);
 

@@ -29,7 +29,7 @@ static const char *param_kind_text(TType t) {
   return t.kind == SK_PTR ? "ptr" : t.kind == SK_DESC ? "desc" : NULL;
 }
 
-char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes) {
+char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes, const DescBox *descs) {
   StrBuf sb;
   sb_init(&sb);
   sb_printf(&sb, "tile-kernel 1\nname %s\nwarps %d\nshared %u\n", f->name, warps, shared_bytes);
@@ -41,6 +41,15 @@ char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes) {
       sb_printf(&sb, "param %s %s %s", p->name, kind, scalar_name((ScalarKind)t.pointee));
     else
       sb_printf(&sb, "param %s %s", p->name, scalar_name((ScalarKind)t.kind));
+    if (t.kind == SK_DESC) {
+      /* param NAME desc ELEM R box B0 .. B(R-1) swizzle S: the box of one
+       * TMA copy, in the language's dimension order. A descriptor no
+       * copy uses gets its whole extent as a nominal 1-element box. */
+      const DescBox *d = descs && descs[i].used ? &descs[i] : NULL;
+      sb_printf(&sb, " %d box", t.desc_rank);
+      for (int k = 0; k < t.desc_rank; k++) sb_printf(&sb, " %d", d ? (int)d->box[k] : 1);
+      if (d && d->swizzle) sb_printf(&sb, " swizzle %d", d->swizzle);
+    }
     if (p->align) sb_printf(&sb, " align %lld", (long long)p->align);
     if (p->multiple_of) sb_printf(&sb, " multiple_of %lld", (long long)p->multiple_of);
     sb_putc(&sb, '\n');
@@ -80,36 +89,31 @@ static void report(tc_compilation *c, const char *what, char *msg) {
   free(msg);
 }
 
-/* Layout dump for --emit=lowered: each kernel's IR, then its layouts. */
-static void dump_layouts(tc_compilation *c, StrBuf *out) {
+/* Lowers every kernel and links them into one module (NULL on error).
+ * Each kernel's lowered IR and layouts go to `dump` (--emit=lowered). */
+static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx, const GpuOptions *opt, StrBuf *dump) {
+  LLVMModuleRef all = NULL;
   for (int i = 0; i < c->module->nfuncs; i++) {
     const Func *f = c->module->funcs[i];
     Arena a;
     arena_init(&a);
-    int warps = lower_num_warps(f);
-    AxisAnalysis *axes = axis_analyze(f, &a);
-    LayoutMap *m = layouts_assign(f, warps, axes, &a);
-    ir_print_func(f, out);
-    sb_printf(out, "// layouts of %s (%d warps):\n", f->name, warps);
-    layouts_print(m, f, out);
-    sb_putc(out, '\n');
-    arena_free(&a);
-  }
-}
-
-/* Lowers every kernel and links them into one module (NULL on error). */
-static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx) {
-  LLVMModuleRef all = NULL;
-  for (int i = 0; i < c->module->nfuncs; i++) {
-    const Func *f = c->module->funcs[i];
+    GpuKernel k;
     LowerResult lr;
-    if (!lower_func(f, ctx, &c->diags, &lr)) {
+    bool ok = gpu_prepare(f, &a, &c->diags, &k) && lower_func(&k, ctx, &c->diags, opt, &lr);
+    if (ok) {
+      ir_print_func(k.f, dump);
+      sb_printf(dump, "// layouts of %s (%d warps):\n", f->name, k.num_warps);
+      layouts_print(k.layouts, k.f, dump);
+      sb_putc(dump, '\n');
+      c->code[i].warps = lr.num_warps;
+      c->code[i].shared_bytes = lr.shared_bytes;
+      c->code[i].meta = kernel_meta_text(f, lr.num_warps, lr.shared_bytes, k.sched.descs);
+    }
+    arena_free(&a);
+    if (!ok) {
       if (all) LLVMDisposeModule(all);
       return NULL;
     }
-    c->code[i].warps = lr.num_warps;
-    c->code[i].shared_bytes = lr.shared_bytes;
-    c->code[i].meta = kernel_meta_text(f, lr.num_warps, lr.shared_bytes);
     add_meta_global(lr.module, f->name, c->code[i].meta);
     if (!all) {
       all = lr.module;
@@ -132,6 +136,7 @@ static void record_stats(tc_compilation *c, const CubinResult *cr) {
       k->stats.registers = s->registers;
       k->stats.spill_store_bytes = s->spill_store_bytes;
       k->stats.spill_load_bytes = s->spill_load_bytes;
+      k->stats.wgmma_notes = s->wgmma_notes;
       k->stats.stack_frame_bytes = s->stack_frame_bytes;
     }
     k->have_stats = true;
@@ -159,7 +164,7 @@ static bool assemble(tc_compilation *c, const tc_codegen_options *o) {
 }
 
 bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
-  tc_codegen_options defaults = {NULL, TC_LINKER_AUTO};
+  tc_codegen_options defaults = {NULL, TC_LINKER_AUTO, false, false};
   const tc_codegen_options *o = options ? options : &defaults;
   if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
   if (o->arch && strcmp(o->arch, "sm_90a") != 0) {
@@ -168,19 +173,18 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   }
   codegen_free(c);
   c->code = calloc((size_t)c->module->nfuncs, sizeof(KernelCode));
-  StrBuf sb;
-  sb_init(&sb);
-  dump_layouts(c, &sb);
-  c->lowered = sb_take(&sb);
-
   Target t;
   char *err = NULL;
   if (!target_create(&t, &err)) {
     report(c, "GPU back end", err);
     return false;
   }
+  GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers};
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef m = lower_all(c, ctx);
+  StrBuf sb;
+  sb_init(&sb);
+  LLVMModuleRef m = lower_all(c, ctx, &gopt, &sb);
+  c->lowered = sb_take(&sb);
   bool ok = m != NULL;
   if (ok && !(ok = target_optimize(&t, m, &err))) report(c, "GPU back end", err);
   if (ok) {

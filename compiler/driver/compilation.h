@@ -34,8 +34,10 @@ struct tc_compilation {
   KernelCode *code; /* one per module function */
 };
 
-/* Renders the kernel's metadata text. */
-char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes);
+/* Renders the kernel's metadata text; descs (one per parameter, may be
+ * NULL) gives each tensor descriptor's box and swizzle. */
+struct DescBox;
+char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes, const struct DescBox *descs);
 /* Frees the back end's results. */
 void codegen_free(tc_compilation *c);
 

@@ -4,8 +4,11 @@
  * cubin as a byte array and a loader, so a C program needs only the header
  * and libtile.
  *
- * Every name starts with the header's name (its guard), so headers of
- * several specializations of one kernel can be included together:
+ * A tensor<T, R> parameter is a const tile_tensor * (pointer, shape,
+ * strides): libtile encodes the TMA descriptor from it and the box and
+ * swizzle in the metadata. Every name starts with the header's name (its
+ * guard), so headers of several specializations of one kernel can be
+ * included together:
  *
  *   tile_module *mod;  softmax_f32_load(rt, &mod);          (with --embed)
  *   tile_kernel *k;    tile_kernel_get(mod, "softmax", &k);
@@ -34,7 +37,7 @@ static const char *c_param_type(TType t) {
   case SK_U32: return "uint32_t";
   case SK_U64: return "uint64_t";
   case SK_F64: return "double";
-  case SK_DESC: return "const void *";
+  case SK_DESC: return "const tile_tensor *"; /* libtile encodes the CUtensorMap */
   default: return "float"; /* f32, and f16/bf16 passed as float and converted */
   }
 }
@@ -48,7 +51,7 @@ static const char *arg_maker(TType t) {
   case SK_U8: case SK_U16: case SK_U32: return "tile_arg_u32";
   case SK_U64: return "tile_arg_u64";
   case SK_F64: return "tile_arg_f64";
-  case SK_DESC: return "tile_arg_desc";
+  case SK_DESC: return "tile_arg_tensor";
   default: return "tile_arg_f32";
   }
 }
@@ -89,8 +92,11 @@ static void emit_kernel(StrBuf *sb, const char *prefix, const Func *f, const cha
                 "    uint32_t grid_z, tile_stream *stream",
             prefix, f->name);
   char buf[300];
-  for (uint32_t i = 0; i < f->body.nargs; i++)
-    sb_printf(sb, ",\n    %s %s", c_param_type(f->body.args[i].type), c_name(f->params[i].name, buf, sizeof buf));
+  for (uint32_t i = 0; i < f->body.nargs; i++) {
+    const char *type = c_param_type(f->body.args[i].type);
+    bool pointer = type[strlen(type) - 1] == '*'; /* "const tile_tensor *d", not "* d" */
+    sb_printf(sb, ",\n    %s%s%s", type, pointer ? "" : " ", c_name(f->params[i].name, buf, sizeof buf));
+  }
   sb_puts(sb, ") {\n");
   uint32_t n = f->body.nargs;
   sb_printf(sb, "  tile_arg args[%u] = {", n ? n : 1);

@@ -191,13 +191,17 @@ static void print_stats(tc_compilation *c) {
                     " %d bytes stack\n",
             tc_kernel_name(c, k), s.warps, s.shared_bytes, s.registers, s.spill_store_bytes, s.spill_load_bytes,
             s.stack_frame_bytes);
+    if (s.wgmma_notes)
+      fprintf(stderr, "%s: warning: ptxas reported %d wgmma note%s (C75xx: serialized or fenced tensor-core code); "
+                      "see ptxas -v\n",
+              tc_kernel_name(c, k), s.wgmma_notes, s.wgmma_notes == 1 ? "" : "s");
   }
 }
 
 /* The GPU stages: generate, then write what --emit asked for. */
 static int emit_gpu(const Options *o, tc_compilation *c) {
   bool need_cubin = o->emit == EMIT_CUBIN || o->emit == EMIT_HEADER || o->verbose;
-  tc_codegen_options go = {o->arch, need_cubin ? o->linker : TC_LINKER_NONE};
+  tc_codegen_options go = {.arch = o->arch, .linker = need_cubin ? o->linker : TC_LINKER_NONE};
   if (!tc_generate(c, &go)) {
     fputs(tc_diagnostics(c), stderr);
     return EXIT_SOURCE_ERROR;

@@ -100,6 +100,13 @@ typedef enum tc_linker {
 typedef struct tc_codegen_options {
   const char *arch;  /* NULL: "sm_90a" */
   tc_linker linker;
+  /* Debug mode for barriers (tilec -g): every mbarrier wait gives up
+   * after about 2 seconds and traps, printing the kernel, the barrier, its
+   * phase and the program, instead of hanging the GPU. */
+  bool debug_barriers;
+  /* For testing that mode only: breaks every TMA barrier's byte count,
+   * so that the kernel's waits never complete. */
+  bool debug_break_tma_barriers;
 } tc_codegen_options;
 
 /* Registers and memory of a compiled kernel. */
@@ -108,6 +115,7 @@ typedef struct tc_kernel_stats {
   unsigned shared_bytes;   /* dynamic shared memory needed at launch */
   int registers;           /* per thread (from ptxas; 0 without a cubin) */
   int spill_store_bytes, spill_load_bytes;
+  int wgmma_notes;         /* ptxas C75xx notes: serialized wgmma, injected waits/fences */
   int stack_frame_bytes;
 } tc_kernel_stats;
 

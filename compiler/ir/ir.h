@@ -46,17 +46,25 @@
  * scheduling pass makes (nvptx/schedule.c); types smem<T>[shape] (a
  * buffer in shared memory, last dimension contiguous) and mbar[n]:
  *   smem_alloc       -> smem<T>[shape]; attrs offset (bytes, set by the
- *                    allocator) and swizzle (0/32/64/128, layout/smem.h)
- *   smem_index       (buf: smem<T>[S, d..], i: i32) -> smem<T>[d..], slot i
+ *                    allocator), swizzle (0/32/64/128, layout/smem.h) and
+ *                    ring (dimension 0 counts slots, each a contiguous
+ *                    tile of the other dimensions; else the whole buffer
+ *                    is one tile)
+ *   smem_index       (ring: smem<T>[S, d..], i: i32) -> smem<T>[d..], slot i
  *   smem_store       (buf, value: T[shape]): every thread writes its part
  *   smem_load        (buf) -> T[shape]
  *   mbar_alloc       -> mbar[n]; attrs offset, count (arrivals per
- *                    phase); initialized once when the kernel starts
+ *                    phase), first_parity (what the first wait on each
+ *                    barrier waits for: 0 for barriers that copies fill,
+ *                    1 for barriers that say a slot is free, which pass
+ *                    at once); initialized once when the kernel starts
  *   mbar_expect      (bars, i) {bytes}: one thread arrives on bars[i] and
  *                    announces `bytes` of transactions
  *   mbar_arrive      (bars, i): one thread of every warpgroup arrives
- *   mbar_wait        (bars, i, phase: i32): all threads wait until the
- *                    phase of parity (phase & 1) of bars[i] has completed
+ *   mbar_wait        (bars, i) {elected}: all threads (elected: only the
+ *                    thread that issues TMA copies) wait for the next
+ *                    phase of bars[i]; each thread counts the phases it
+ *                    has waited for, per barrier
  *   tma_load         (buf, desc, bars, i, coords..): one thread copies the
  *                    box at coords into buf, completing on bars[i]
  *                    (elements outside the tensor become 0)

@@ -110,14 +110,14 @@
   X(YIELD,        "yield",        -1,  0, 0, OPF_TERM, "")           \
   X(RETURN,       "return",        0,  0, 0, OPF_TERM, "")            \
   /* GPU operations of the lowered IR (see nvptx/schedule.c) */       \
-  X(SMEM_ALLOC,   "smem_alloc",    0,  1, 0, OPF_GPU, "offset,swizzle") \
+  X(SMEM_ALLOC,   "smem_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,swizzle,ring") \
   X(SMEM_INDEX,   "smem_index",    2,  1, 0, OPF_GPU | OPF_PURE, "")  \
   X(SMEM_STORE,   "smem_store",    2,  0, 0, OPF_GPU | OPF_WRITE, "") \
   X(SMEM_LOAD,    "smem_load",     1,  1, 0, OPF_GPU | OPF_READ, "")  \
-  X(MBAR_ALLOC,   "mbar_alloc",    0,  1, 0, OPF_GPU, "offset,count")  \
+  X(MBAR_ALLOC,   "mbar_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,count,first_parity")  \
   X(MBAR_EXPECT,  "mbar_expect",   2,  0, 0, OPF_GPU | OPF_WRITE, "bytes") \
   X(MBAR_ARRIVE,  "mbar_arrive",   2,  0, 0, OPF_GPU | OPF_WRITE, "")  \
-  X(MBAR_WAIT,    "mbar_wait",     3,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(MBAR_WAIT,    "mbar_wait",     2,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "elected")  \
   X(TMA_LOAD,     "tma_load",     -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(TMA_STORE,    "tma_store",    -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(ASYNC_COPY,   "async_copy",   -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \

@@ -24,9 +24,12 @@ bool verify_buffer_type_problem(TType t, char *why, size_t size) {
   if (!is_element_kind(t.pointee) || t.pointee == SK_I1)
     return snprintf(why, size, "a shared buffer holds numbers or pointers"), true;
   if (t.rank < 1 || t.rank > TILE_MAX_RANK) return snprintf(why, size, "a shared buffer has rank 1 to %d", TILE_MAX_RANK), true;
+  /* Dimension 0 of a ring counts its slots (any number, e.g. 3 stages). */
   for (int i = 0; i < t.rank; i++)
-    if (t.shape[i] < 1 || (t.shape[i] & (t.shape[i] - 1)))
+    if (t.shape[i] < 1 || (i > 0 && (t.shape[i] & (t.shape[i] - 1))))
       return snprintf(why, size, "dimension %d is not a power of two", t.shape[i]), true;
+  if (t.rank == 1 && (t.shape[0] & (t.shape[0] - 1)))
+    return snprintf(why, size, "dimension %d is not a power of two", t.shape[0]), true;
   return false;
 }
 
@@ -48,6 +51,7 @@ static void check_alloc(Verifier *v, const Op *op) {
     expect(v, op, is_mbar(r), "result must be an mbarrier array");
     if (op->attr[1] < 1 || op->attr[1] > MBAR_MAX_COUNT) report(v, op, "arrival count %lld is out of range", (long long)op->attr[1]);
     if (op->attr[0] % 8) report(v, op, "offset %lld is not 8-byte aligned", (long long)op->attr[0]);
+    if (op->attr[2] != 0 && op->attr[2] != 1) report(v, op, "first_parity must be 0 or 1");
     return;
   }
   if (!expect(v, op, is_smem(r), "result must be a shared buffer")) return;
@@ -59,6 +63,8 @@ static void check_alloc(Verifier *v, const Op *op) {
 static void check_index(Verifier *v, const Op *op) {
   TType b = opt(op, 0), r = op->results[0].type;
   if (!expect(v, op, is_smem(b) && b.rank >= 2, "operand 0 must be a shared buffer of rank 2 or more")) return;
+  const Op *root = op->operands[0]->def;
+  if (root && root->kind == OP_SMEM_ALLOC && !root->attr[2]) report(v, op, "only rings (smem_alloc {ring = 1}) have slots");
   if (!expect(v, op, is_i32_scalar(opt(op, 1)), "the index must be an i32 scalar")) return;
   TType want = type_smem((ScalarKind)b.pointee, b.rank - 1, b.shape + 1);
   if (!type_eq(r, want)) report(v, op, "result must be %s, got %s", tt(want).s, tt(r).s);
@@ -74,7 +80,6 @@ static void check_store_load(Verifier *v, const Op *op) {
 static void check_mbar_op(Verifier *v, const Op *op) {
   if (!expect(v, op, is_mbar(opt(op, 0)), "operand 0 must be an mbarrier array")) return;
   expect(v, op, is_i32_scalar(opt(op, 1)), "the barrier index must be an i32 scalar");
-  if (op->kind == OP_MBAR_WAIT) expect(v, op, is_i32_scalar(opt(op, 2)), "the phase must be an i32 scalar");
   if (op->kind == OP_MBAR_EXPECT && (op->attr[0] < 1 || op->attr[0] > MBAR_MAX_TX_BYTES))
     report(v, op, "%lld transaction bytes do not fit one mbarrier phase", (long long)op->attr[0]);
 }

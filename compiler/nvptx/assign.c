@@ -20,6 +20,7 @@
  */
 #include <string.h>
 
+#include "../layout/mma.h"
 #include "../util/ptrmap.h"
 #include "lower.h"
 
@@ -112,6 +113,8 @@ static void scan_memory_ops(LayoutMap *m, const Block *b) {
     const OpInfo *oi = ir_info(op);
     if ((oi->flags & (OPF_READ | OPF_WRITE)) && op->noperands > 0 && op->operands[0]->type.kind == SK_PTR)
       note_memory_shape(m, op->operands[0]->type, (ScalarKind)op->operands[0]->type.pointee);
+    if (op->kind == OP_ASYNC_COPY) note_memory_shape(m, op->operands[1]->type, (ScalarKind)op->operands[1]->type.pointee);
+    if (op->kind == OP_SMEM_LOAD) note_memory_shape(m, op->results[0].type, (ScalarKind)op->results[0].type.kind);
     for (int r = 0; r < op->nregions; r++) scan_memory_ops(m, &op->regions[r]);
   }
 }
@@ -124,6 +127,54 @@ static const Layout *fixed_of(LayoutMap *m, const Value *v) {
 static void set_fixed(LayoutMap *m, const Value *v, const Layout *l) {
   LayoutInfo *i = info_of(m, v);
   i->fixed = v->type.rank == 0 ? m->scalar : l;
+}
+
+/* ---- tensor-core layouts ---- */
+
+/* A dot's (or wgmma's) M, N, K. */
+static void dot_dims(const Op *op, int *M, int *N, int *K) {
+  const TType *acc = &op->results[0].type, *a = &op->operands[0]->type;
+  *M = acc->shape[0];
+  *N = acc->shape[1];
+  bool a_trans = op->kind == OP_WGMMA && a->kind == SK_SMEM && op->attr[0];
+  *K = a_trans ? a->shape[0] : a->shape[1];
+}
+
+static const Layout *dot_result_layout(LayoutMap *m, const Op *op) {
+  int M, N, K;
+  if (op->results[0].type.rank != 2) return canonical_of(m, op->results[0].type);
+  dot_dims(op, &M, &N, &K);
+  DotEngine e = op->kind == OP_WGMMA ? DOT_WGMMA : dot_engine(op, m->num_warps);
+  if (e == DOT_WGMMA) {
+    WgmmaShape ws;
+    if (wgmma_shape(M, N, K, m->num_warps, &ws)) return intern(m, layout_wgmma_acc(&ws));
+  }
+  if (e == DOT_MMA) {
+    MmaShape ms;
+    if (mma_shape(M, N, K, m->num_warps, &ms)) return intern(m, layout_mma_acc(&ms));
+  }
+  return canonical_of(m, op->results[0].type);
+}
+
+/* The layouts a dot wants its a and b operands in (NULL: a buffer). */
+static void dot_operand_layouts(LayoutMap *m, const Op *op, const Layout **la, const Layout **lb) {
+  int M, N, K;
+  dot_dims(op, &M, &N, &K);
+  *la = *lb = NULL;
+  if (op->kind == OP_WGMMA) {
+    WgmmaShape ws;
+    if (op->operands[0]->type.kind != SK_SMEM && wgmma_shape(M, N, K, m->num_warps, &ws))
+      *la = intern(m, layout_wgmma_a(&ws));
+    return;
+  }
+  MmaShape ms;
+  if (op->operands[0]->type.rank == 2 && dot_engine(op, m->num_warps) == DOT_MMA && mma_shape(M, N, K, m->num_warps, &ms)) {
+    *la = intern(m, layout_mma_a(&ms));
+    *lb = intern(m, layout_mma_b(&ms));
+    return;
+  }
+  *la = canonical_of(m, op->operands[0]->type);
+  *lb = canonical_of(m, op->operands[1]->type);
 }
 
 /* ---- forward pass ---- */
@@ -206,6 +257,17 @@ static void assign_op(LayoutMap *m, const Op *op) {
     assign_loop_like(m, op);
     return;
   }
+  if (type_is_buffer(res->type)) {
+    info_of(m, res)->fixed = m->scalar; /* an address, the same in every thread */
+    return;
+  }
+  if (op->kind == OP_WGMMA_WAIT) {
+    for (uint32_t i = 0; i < op->nresults; i++) {
+      const Layout *l = fixed_of(m, op->operands[i]);
+      set_fixed(m, &op->results[i], l ? l : canonical_of(m, op->results[i].type));
+    }
+    return;
+  }
   if (op->kind == OP_IF) {
     assign_if(m, op);
     return;
@@ -234,7 +296,9 @@ static void assign_op(LayoutMap *m, const Op *op) {
     l = intern(m, layout_slice(src, (int)op->attr[0]));
     break;
   }
-  case OP_DOT: l = canonical_of(m, res->type); break;
+  case OP_DOT:
+  case OP_WGMMA: l = dot_result_layout(m, op); break;
+  case OP_SMEM_LOAD: l = canonical_of(m, res->type); break;
   case OP_LOAD:
   case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_AND: case OP_ATOMIC_OR:
   case OP_ATOMIC_XOR: case OP_ATOMIC_XCHG: case OP_ATOMIC_CAS:
@@ -333,9 +397,22 @@ static void want_op(LayoutMap *m, const Op *op) {
     return;
   }
   case OP_DOT:
-    want(m, op->operands[0], canonical_of(m, op->operands[0]->type));
-    want(m, op->operands[1], canonical_of(m, op->operands[1]->type));
+  case OP_WGMMA: {
+    const Layout *la, *lb;
+    dot_operand_layouts(m, op, &la, &lb);
+    want(m, op->operands[0], la);
+    want(m, op->operands[1], lb);
     want(m, op->operands[2], fixed_of(m, &op->results[0]));
+    return;
+  }
+  case OP_WGMMA_WAIT:
+    for (uint32_t i = 0; i < op->noperands; i++) want(m, op->operands[i], fixed_of(m, &op->results[i]));
+    return;
+  case OP_ASYNC_COPY:
+    for (uint32_t i = 1; i < op->noperands; i++) want(m, op->operands[i], canonical_of(m, op->operands[i]->type));
+    return;
+  case OP_SMEM_STORE:
+    want(m, op->operands[1], canonical_of(m, op->operands[1]->type));
     return;
   case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX: case OP_ARGMIN:
     want(m, op->operands[0], canonical_of(m, op->operands[0]->type));
@@ -373,7 +450,7 @@ static void print_block_layouts(const LayoutMap *m, const Block *b, StrBuf *out,
   for (Op *op = b->first; op; op = op->next) {
     for (uint32_t i = 0; i < op->nresults; i++) {
       LayoutInfo *li = layouts_get(m, &op->results[i]);
-      if (!li || op->results[i].type.rank == 0) continue;
+      if (!li || op->results[i].type.rank == 0 || type_is_buffer(op->results[i].type)) continue;
       for (int d = 0; d < depth; d++) sb_puts(out, "  ");
       sb_printf(out, "%%%u (%s): ", op->results[i].id, op_info[op->kind].name);
       if (li->fixed) {

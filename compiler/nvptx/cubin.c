@@ -458,6 +458,30 @@ static void trim_name(const char **s, const char **end) {
   *end = e;
 }
 
+/* "(C7510) Potential Performance Loss: wgmma.mma_async instructions are
+ * serialized ... in the function 'k'" and the other C75xx notes: counted
+ * for the function they name. */
+static const char *find_in(const char *s, const char *e, const char *pat) {
+  size_t n = strlen(pat);
+  for (; s + n <= e; s++)
+    if (!memcmp(s, pat, n)) return s;
+  return NULL;
+}
+
+static bool note_wgmma(LogParse *ps, const char *body, const char *e) {
+  static const char fn[] = "function '";
+  const char *c = find_in(body, e, "(C75");
+  if (!c) return false;
+  const char *f = find_in(c, e, fn);
+  if (!f) return true;
+  const char *name = f + sizeof fn - 1;
+  const char *q = memchr(name, '\'', (size_t)(e - name));
+  if (!q) return true;
+  int i = parse_fn(ps, name, (size_t)(q - name));
+  if (i >= 0) ps->fns[i].st.wgmma_notes++;
+  return true;
+}
+
 bool cubin_parse_info_log(const char *log, size_t len, CubinKernel **kernels, int *nkernels) {
   static const char compiling[] = "Compiling entry function '";
   static const char properties[] = "Function properties for ";
@@ -474,7 +498,9 @@ bool cubin_parse_info_log(const char *log, size_t len, CubinKernel **kernels, in
     while (e > line && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\0')) e--;
     const char *body = NULL;
     LineKind kind = classify_line(line, e, &body);
-    if (kind == LINE_PTXAS) {
+    if (kind == LINE_PTXAS && note_wgmma(&ps, body, e)) {
+      /* counted */
+    } else if (kind == LINE_PTXAS) {
       if (starts_with(body, e, compiling)) {
         const char *name = body + strlen(compiling);
         const char *q = memchr(name, '\'', (size_t)(e - name));

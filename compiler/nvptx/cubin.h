@@ -47,6 +47,8 @@ typedef struct CubinStats {
   int stack_bytes;       /* stack including the functions it calls */
   int shared_bytes;      /* static shared memory the kernel declares */
   int constant_bytes;    /* constant banks, summed (params live in cmem[0]) */
+  int wgmma_notes;       /* ptxas C75xx messages about wgmma in this kernel
+                            (serialized wgmma, injected waits or fences) */
   bool valid;            /* a register count was seen for this kernel */
 } CubinStats;
 

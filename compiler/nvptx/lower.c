@@ -17,6 +17,9 @@
 
 /* LLVM's calling convention number for PTX kernels. */
 #define PTX_KERNEL_CC 71
+/* A CUtensorMap parameter: 128 bytes, 64-byte aligned (CUDA's rule). */
+#define TENSOR_MAP_BYTES 128
+#define TENSOR_MAP_ALIGN 64
 /* Address spaces on NVPTX. */
 #define ADDRSPACE_GLOBAL 1
 #define ADDRSPACE_SHARED 3
@@ -77,8 +80,31 @@ void barrier(Lower *L) { call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL
 
 LLVMBasicBlockRef new_block(Lower *L, const char *name) { return LLVMAppendBasicBlockInContext(L->ctx, L->fn, name); }
 
-void smem_need(Lower *L, unsigned bytes) {
-  if (bytes > L->smem_bytes) L->smem_bytes = bytes;
+unsigned smem_need(Lower *L, unsigned bytes) {
+  return smem_scratch(L->k->plan, L->cur_op ? L->cur_op->scratch : 0, bytes);
+}
+
+LLVMValueRef smem_ptr(Lower *L, LLVMValueRef offset) { return LLVMBuildGEP2(L->b, L->t_i8, L->smem, &offset, 1, ""); }
+
+LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
+                      bool side_effects) {
+  LLVMTypeRef params[LOWER_MAX_ASM_ARGS];
+  for (int i = 0; i < nargs; i++) params[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)nargs, 0);
+  LLVMValueRef a = LLVMGetInlineAsm(fty, text, strlen(text), constraints, strlen(constraints), side_effects, 0,
+                                    LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(L->b, fty, a, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef is_elected(Lower *L) { return LLVMBuildICmp(L->b, LLVMIntEQ, L->tid, const_i32(L, 0), "elected"); }
+
+void guarded(Lower *L, LLVMValueRef pred, GuardedFn fn, void *ctx) {
+  LLVMBasicBlockRef then = new_block(L, "guard"), done = new_block(L, "guard.end");
+  LLVMBuildCondBr(L->b, pred, then, done);
+  LLVMPositionBuilderAtEnd(L->b, then);
+  fn(L, ctx);
+  LLVMBuildBr(L->b, done);
+  LLVMPositionBuilderAtEnd(L->b, done);
 }
 
 int use_count(Lower *L, const Value *v) { return (int)(uintptr_t)ptrmap_get(&L->uses, v); }
@@ -263,11 +289,29 @@ static LTile **yield_tiles(Lower *L, const Op *y, const Value *targets, int n) {
   return out;
 }
 
+/* Whether a loop-carried value is the accumulator of a wgmma in the body. */
+static bool wgmma_accumulator(const Block *body, const Value *arg) {
+  for (const Op *o = body->first; o; o = o->next)
+    if (o->kind == OP_WGMMA && o->operands[2] == arg) return true;
+  return false;
+}
+
 static void lower_for(Lower *L, const Op *op) {
   LTile *lo = get_fixed(L, op->operands[0]), *hi = get_fixed(L, op->operands[1]), *step = get_fixed(L, op->operands[2]);
   int n = (int)op->nresults;
   LTile **inits = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
-  for (int i = 0; i < n && !L->failed; i++) inits[i] = get_tile(L, op->operands[3 + i], layout_of_result(L, &op->results[i]));
+  for (int i = 0; i < n && !L->failed; i++) {
+    inits[i] = get_tile(L, op->operands[3 + i], layout_of_result(L, &op->results[i]));
+    /* A wgmma chain across iterations (wgmma_wait {pending = 1}) must not
+     * see its accumulator set on the path that skips the loop: ptxas
+     * would serialize every wgmma (C7515). */
+    if (inits[i] && wgmma_accumulator(&op->regions[0], &op->regions[0].args[1 + i])) {
+      LTile *t = lt_new(L, inits[i]->layout);
+      memcpy(t->regs, inits[i]->regs, sizeof(LLVMValueRef) * (size_t)t->nregs);
+      opaque_regs(L, t->regs, t->nregs);
+      inits[i] = t;
+    }
+  }
   if (L->failed) return;
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), header = new_block(L, "for.header"),
                     body = new_block(L, "for.body"), exit = new_block(L, "for.exit");
@@ -369,7 +413,34 @@ static void lower_while(Lower *L, const Op *op) {
 
 /* ---- ops ---- */
 
+/* GPU operations without a tile result (true when op was one). */
+static bool lower_gpu_op(Lower *L, const Op *op) {
+  switch (op->kind) {
+  case OP_SMEM_ALLOC: lower_smem_alloc(L, op); break;
+  case OP_SMEM_INDEX: lower_smem_index(L, op); break;
+  case OP_SMEM_STORE: lower_smem_store(L, op); break;
+  case OP_MBAR_ALLOC: lower_mbar_alloc(L, op); break;
+  case OP_MBAR_EXPECT: lower_mbar_expect(L, op); break;
+  case OP_MBAR_ARRIVE: lower_mbar_arrive(L, op); break;
+  case OP_MBAR_WAIT: lower_mbar_wait(L, op); break;
+  case OP_TMA_LOAD: lower_tma_load(L, op); break;
+  case OP_TMA_STORE: lower_tma_store(L, op); break;
+  case OP_ASYNC_COPY: lower_async_copy(L, op); break;
+  case OP_ASYNC_COMMIT: lower_async_commit(L); break;
+  case OP_ASYNC_WAIT: lower_async_wait(L, op); break;
+  case OP_FENCE_ASYNC: lower_fence_async(L); break;
+  case OP_BARRIER: barrier(L); break;
+  case OP_WGMMA_WAIT: lower_wgmma_wait(L, op); break;
+  default: return false;
+  }
+  return true;
+}
+
 static void lower_op(Lower *L, const Op *op) {
+  L->cur_op = op;
+  /* Barriers are initialized by the allocations at the top of the body;
+   * the first other op makes them visible to every thread. */
+  if (L->mbar_inits && op->kind != OP_SMEM_ALLOC && op->kind != OP_MBAR_ALLOC) lower_mbar_init_done(L);
   switch (op->kind) {
   case OP_FOR: lower_for(L, op); return;
   case OP_IF: lower_if(L, op); return;
@@ -379,10 +450,11 @@ static void lower_op(Lower *L, const Op *op) {
   case OP_STORE: lower_store(L, op); return;
   case OP_BLOCK_LOAD:
   case OP_BLOCK_STORE:
-    lower_error(L, op, "tensor descriptors (load_block/store_block) are not supported yet");
+    lower_error(L, op, "internal: load_block/store_block left after scheduling");
     return;
   default: break;
   }
+  if (lower_gpu_op(L, op)) return;
   const Value *res = &op->results[0];
   LayoutInfo *info = layouts_get(L->layouts, res);
   if (res->type.rank > 0 && info && !info->fixed) {
@@ -403,6 +475,8 @@ static void lower_op(Lower *L, const Op *op) {
     t = lower_reduce(L, op, l);
     break;
   case OP_DOT: t = lower_dot(L, op, l); break;
+  case OP_SMEM_LOAD: t = lower_smem_load(L, op, l); break;
+  case OP_WGMMA: t = lower_wgmma(L, op, l); break;
   default: t = lower_value_op(L, op, l); break;
   }
   if (t) set_tile(L, res, t);
@@ -439,22 +513,52 @@ static void add_annotation(Lower *L, const char *key, int value) {
   LLVMAddNamedMetadataOperand(L->mod, "nvvm.annotations", LLVMMetadataAsValue(L->ctx, LLVMMDNodeInContext2(L->ctx, md, 3)));
 }
 
+/* A tensor-descriptor parameter: the 128-byte CUtensorMap by value
+ * (byval, 64-byte aligned). With the grid_constant annotation NVPTX takes
+ * its address in the parameter space (cvta.param) instead of copying it to
+ * local memory, which TMA could not read. */
+static void mark_tensor_map_param(Lower *L, unsigned index) {
+  LLVMTypeRef map = LLVMArrayType2(L->t_i8, TENSOR_MAP_BYTES);
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+  unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+  LLVMAddAttributeAtIndex(L->fn, index + 1, LLVMCreateTypeAttribute(L->ctx, byval, map));
+  LLVMAddAttributeAtIndex(L->fn, index + 1, LLVMCreateEnumAttribute(L->ctx, align, TENSOR_MAP_ALIGN));
+}
+
+static void add_grid_constants(Lower *L, const unsigned *indices, int n) {
+  if (!n) return;
+  LLVMMetadataRef idx[LOWER_MAX_TENSOR_PARAMS];
+  for (int i = 0; i < n; i++) idx[i] = LLVMValueAsMetadata(const_i32(L, indices[i] + 1)); /* 1-based */
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->ctx, "grid_constant", 13),
+                           LLVMMDNodeInContext2(L->ctx, idx, (size_t)n)};
+  LLVMAddNamedMetadataOperand(L->mod, "nvvm.annotations", LLVMMetadataAsValue(L->ctx, LLVMMDNodeInContext2(L->ctx, md, 3)));
+}
+
 static bool create_kernel(Lower *L) {
   const Func *f = L->f;
   int n = (int)f->body.nargs;
   LLVMTypeRef *params = ARENA_ARRAY(&L->arena, LLVMTypeRef, n ? n : 1);
+  unsigned tensors[LOWER_MAX_TENSOR_PARAMS];
+  int ntensors = 0;
   for (int i = 0; i < n; i++) {
     if (f->body.args[i].type.kind == SK_DESC) {
-      lower_error(L, NULL, "tensor descriptor parameters are not supported yet");
-      return false;
+      if (ntensors == LOWER_MAX_TENSOR_PARAMS) {
+        lower_error(L, NULL, "a kernel takes at most %d tensor descriptors", LOWER_MAX_TENSOR_PARAMS);
+        return false;
+      }
+      tensors[ntensors++] = (unsigned)i;
+      params[i] = LLVMPointerTypeInContext(L->ctx, 0);
+    } else {
+      params[i] = param_type(L, f->body.args[i].type);
     }
-    params[i] = param_type(L, f->body.args[i].type);
   }
   LLVMTypeRef fty = LLVMFunctionType(L->t_void, params, (unsigned)n, 0);
   L->fn = LLVMAddFunction(L->mod, f->name, fty);
   LLVMSetFunctionCallConv(L->fn, PTX_KERNEL_CC);
   add_annotation(L, "kernel", 1);
   add_annotation(L, "maxntidx", 32 * L->num_warps);
+  add_grid_constants(L, tensors, ntensors);
+  for (int i = 0; i < ntensors; i++) mark_tensor_map_param(L, tensors[i]);
   for (int i = 0; i < n; i++) {
     LLVMValueRef p = LLVMGetParam(L->fn, (unsigned)i);
     LLVMSetValueName2(p, f->params[i].name, strlen(f->params[i].name));
@@ -474,7 +578,7 @@ static bool create_kernel(Lower *L) {
   LLVMTypeRef smem_ty = LLVMArrayType2(L->t_i8, 0);
   L->smem = LLVMAddGlobalInAddressSpace(L->mod, smem_ty, "__tile_smem", ADDRSPACE_SHARED);
   LLVMSetLinkage(L->smem, LLVMExternalLinkage);
-  LLVMSetAlignment(L->smem, 16);
+  LLVMSetAlignment(L->smem, SMEM_SWIZZLE_ALIGN);
   /* Parameters become scalar tiles. */
   LLVMPositionBuilderAtEnd(L->b, L->body_bb);
   const Layout *scalar = layouts_canonical(L->layouts, 0, NULL);
@@ -496,34 +600,38 @@ int lower_num_warps(const Func *f) {
   return w;
 }
 
-bool lower_func(const Func *f, LLVMContextRef ctx, Diags *diags, LowerResult *out) {
+bool lower_func(const GpuKernel *k, LLVMContextRef ctx, Diags *diags, const GpuOptions *opt, LowerResult *out) {
+  GpuOptions no_options = {0};
   Lower L;
   memset(&L, 0, sizeof L);
+  const Func *f = k->f;
   L.f = f;
+  L.k = k;
+  L.opt = opt ? opt : &no_options;
   L.diags = diags;
   arena_init(&L.arena);
   L.ctx = ctx;
-  L.num_warps = lower_num_warps(f);
+  L.num_warps = k->num_warps;
   L.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
   L.b = LLVMCreateBuilderInContext(ctx);
   init_types(&L);
   ptrmap_init(&L.fixed, &L.arena);
   ptrmap_init(&L.flexible, &L.arena);
   ptrmap_init(&L.uses, &L.arena);
+  ptrmap_init(&L.bufs, &L.arena);
+  ptrmap_init(&L.trackers, &L.arena);
   count_uses(&L, &f->body);
-  L.axes = axis_analyze(f, &L.arena);
-  L.layouts = layouts_assign(f, L.num_warps, L.axes, &L.arena);
+  L.axes = k->axes;
+  L.layouts = k->layouts;
   bool ok = create_kernel(&L);
   if (ok) {
     lower_block(&L, &f->body);
     LLVMBuildBr(L.entry_b, L.body_bb); /* the entry block falls into the body */
   }
-  if (L.smem_bytes > SMEM_LIMIT_BYTES)
-    lower_error(&L, NULL, "kernel '%s' needs %u bytes of shared memory; a block has at most %u (use smaller tiles)",
-                f->name, L.smem_bytes, SMEM_LIMIT_BYTES);
+  if (ok && !L.failed && !smem_check_budget(k->plan, f, diags)) L.failed = true;
   ok = ok && !L.failed;
   out->module = L.mod;
-  out->shared_bytes = L.smem_bytes;
+  out->shared_bytes = k->plan->top;
   out->num_warps = L.num_warps;
   LLVMDisposeBuilder(L.b);
   if (L.entry_b) LLVMDisposeBuilder(L.entry_b);

@@ -19,6 +19,7 @@
 #include "../analysis/axisinfo.h"
 #include "../layout/layout.h"
 #include "../util/strmap.h"
+#include "schedule.h"
 
 /* ---- layout assignment (assign.c) ---- */
 
@@ -62,10 +63,37 @@ typedef struct LowerResult {
 /* Warps a kernel runs with: @warps, or 4. */
 int lower_num_warps(const Func *f);
 
-/* Lowers one verified, optimized kernel into a new module of ctx. On
- * failure reports to diags (e.g. an op the back end does not support yet)
- * and returns false. */
-bool lower_func(const Func *f, LLVMContextRef ctx, Diags *diags, LowerResult *out);
+/* Options of the back end (tc_codegen_options). */
+typedef struct GpuOptions {
+  /* Every mbarrier wait gives up after GPU_DEBUG_WAIT_NS and traps after
+   * printing the kernel, barrier, phase and program. */
+  bool debug_barriers;
+  /* For the test of the mode above: drop the transaction count of every
+   * TMA barrier, so that waits never complete. */
+  bool break_barriers;
+} GpuOptions;
+
+/* A kernel ready to lower: its lowered IR (a copy of the tile IR, with
+ * the GPU operations of schedule.c), the alignment facts and layouts of
+ * that IR, and its shared-memory plan. Everything lives in the arena
+ * given to gpu_prepare. */
+typedef struct SmemPlan SmemPlan;
+typedef struct GpuKernel {
+  Func *f;
+  int num_warps;
+  AxisAnalysis *axes;
+  LayoutMap *layouts;
+  SmemPlan *plan;
+  ScheduleResult sched;
+} GpuKernel;
+
+/* schedule, verify, analyze, assign layouts, allocate (prepare.c). */
+bool gpu_prepare(const Func *f, Arena *a, Diags *diags, GpuKernel *out);
+
+/* Lowers a prepared kernel into a new module of ctx. On failure reports
+ * to diags (e.g. an op the back end does not support yet) and returns
+ * false. */
+bool lower_func(const GpuKernel *k, LLVMContextRef ctx, Diags *diags, const GpuOptions *opt, LowerResult *out);
 
 /* ---- target (target.c) ---- */
 

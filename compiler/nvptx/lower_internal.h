@@ -1,15 +1,24 @@
 /* lower_internal.h - state shared by the lowering files: lower.c (kernel,
  * control flow, value bookkeeping), lower_elem.c (elementwise ops, casts,
- * constants, shapes), lower_mem.c (loads, stores, atomics) and
- * lower_smem.c (layout conversions, reductions, dot). */
+ * constants, shapes), lower_mem.c (loads, stores, atomics), lower_smem.c
+ * (layout conversions, reductions, dot on FMA units), lower_mma.c (dot on
+ * mma.sync), lower_shared.c (buffers, cp.async, fences, barriers),
+ * lower_wgmma.c (wgmma) and lower_tma.c (mbarriers, TMA). */
 #ifndef TILE_LOWER_INTERNAL_H
 #define TILE_LOWER_INTERNAL_H
 
+#include "../layout/smem.h"
 #include "../util/ptrmap.h"
 #include "lower.h"
+#include "smem_alloc.h"
 
-/* Shared memory a block may use (H100/H200: 227 KiB with the opt-in). */
-#define SMEM_LIMIT_BYTES (227 * 1024)
+/* Operands of one inline-asm statement: a wgmma of n256 has 128 tied
+ * accumulators, 128 outputs and its two descriptors. */
+#define LOWER_MAX_ASM_ARGS 160
+
+/* Tensor-descriptor parameters of one kernel (each 128 bytes of the
+ * 4 KiB parameter space). */
+#define LOWER_MAX_TENSOR_PARAMS 16
 
 /* A layout conversion made in the current region, reusable until the
  * region ends (cached so a value converted once is not converted again). */
@@ -26,8 +35,18 @@ typedef struct ThreadInfo {
   LLVMValueRef owner;   /* i1: this thread is the first of its replicas */
 } ThreadInfo;
 
+/* A shared-memory buffer (or view) in the lowering: its address and the
+ * layout of the tile it holds. */
+typedef struct LBuf {
+  LLVMValueRef ptr; /* ptr addrspace(3) */
+  SmemLayout layout;
+} LBuf;
+
 typedef struct Lower {
   const Func *f;
+  const GpuKernel *k;
+  const GpuOptions *opt;
+  const Op *cur_op; /* the op being lowered (scratch placement) */
   Diags *diags;
   Arena arena;
   LLVMContextRef ctx;
@@ -41,7 +60,6 @@ typedef struct Lower {
   int num_warps;
   LLVMValueRef tid, lane, warp;
   LLVMValueRef smem;
-  unsigned smem_bytes;
   PtrMap fixed;     /* Value* -> LTile* */
   PtrMap flexible;  /* Value* -> FlexTiles* */
   PtrMap uses;      /* Value* -> (uintptr_t) use count */
@@ -49,6 +67,9 @@ typedef struct Lower {
   int nconv, capconv;
   ThreadInfo *threads;
   int nthreads, capthreads;
+  PtrMap bufs;      /* Value* (smem) -> LBuf* */
+  PtrMap trackers;  /* mbar_alloc Op* -> alloca i32: phases waited for, a bit per barrier */
+  bool mbar_inits;  /* barriers initialized and not yet made visible */
   bool failed;
   /* LLVM types */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_ptr, t_sptr;
@@ -82,9 +103,19 @@ void barrier(Lower *L);
 LLVMBasicBlockRef new_block(Lower *L, const char *name);
 void lower_error(Lower *L, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int use_count(Lower *L, const Value *v);
-/* Reserves shared memory bytes for one use (uses never overlap in time:
- * each begins with a barrier). */
-void smem_need(Lower *L, unsigned bytes);
+/* Scratch shared memory for one use while lowering the current op (uses
+ * never overlap in time: each begins with a barrier); returns its offset. */
+unsigned smem_need(Lower *L, unsigned bytes);
+/* ptr addrspace(3) to byte `offset` of the block's shared memory. */
+LLVMValueRef smem_ptr(Lower *L, LLVMValueRef offset);
+/* Inline PTX. `side_effects`: kept in place and in order. */
+LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
+                      bool side_effects);
+/* The thread that issues TMA copies and other one-thread work: tid 0. */
+LLVMValueRef is_elected(Lower *L);
+/* Runs the code the callback emits only where pred holds. */
+typedef void (*GuardedFn)(Lower *L, void *ctx);
+void guarded(Lower *L, LLVMValueRef pred, GuardedFn fn, void *ctx);
 
 /* ---- lower_elem.c ---- */
 /* Computes op's (single) result in layout `l` from operands in matching
@@ -103,6 +134,43 @@ LTile *lower_atomic(Lower *L, const Op *op, const Layout *l);
 /* ---- lower_smem.c ---- */
 LTile *convert_tile(Lower *L, const LTile *src, const Layout *dst, ScalarKind k);
 LTile *lower_reduce(Lower *L, const Op *op, const Layout *l);
+/* dot on FMA units (or mma.sync: lower_mma.c) */
 LTile *lower_dot(Lower *L, const Op *op, const Layout *l);
+
+/* ---- lower_mma.c ---- */
+LTile *lower_mma_dot(Lower *L, const Op *op, const Layout *l);
+
+/* ---- lower_shared.c ---- */
+/* The buffer a smem value denotes. */
+LBuf *get_buf(Lower *L, const Value *v);
+void lower_smem_alloc(Lower *L, const Op *op);
+void lower_smem_index(Lower *L, const Op *op);
+void lower_smem_store(Lower *L, const Op *op);
+LTile *lower_smem_load(Lower *L, const Op *op, const Layout *l);
+void lower_async_copy(Lower *L, const Op *op);
+void lower_async_commit(Lower *L);
+void lower_async_wait(Lower *L, const Op *op);
+void lower_fence_async(Lower *L);
+/* 32-bit shared address of a buffer pointer (for PTX operands). */
+LLVMValueRef smem_addr32(Lower *L, LLVMValueRef ptr);
+
+/* ---- lower_wgmma.c ---- */
+LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l);
+void lower_wgmma_wait(Lower *L, const Op *op);
+void tie_through(Lower *L, const char *text, LLVMValueRef *regs, int n);
+/* Passes registers through an empty asm, so that LLVM cannot see (and
+ * rematerialize) their values: an accumulator set to zeros before a loop
+ * stays in its registers instead of being set again on every path. */
+void opaque_regs(Lower *L, LLVMValueRef *regs, int n);
+
+/* ---- lower_tma.c ---- */
+void lower_mbar_alloc(Lower *L, const Op *op);
+/* After the last allocation: makes the barriers' initialization visible. */
+void lower_mbar_init_done(Lower *L);
+void lower_mbar_expect(Lower *L, const Op *op);
+void lower_mbar_arrive(Lower *L, const Op *op);
+void lower_mbar_wait(Lower *L, const Op *op);
+void lower_tma_load(Lower *L, const Op *op);
+void lower_tma_store(Lower *L, const Op *op);
 
 #endif

@@ -266,12 +266,12 @@ static void share_with_replicas(Lower *L, LTile *t, ScalarKind k) {
   ThreadInfo *ti = thread_info(L, l);
   LLVMTypeRef mt = llvm_mem_type(L, k);
   unsigned eb = (unsigned)scalar_bytes(k);
-  smem_need(L, (1u << layout_flat_bits(l)) * eb);
+  LLVMValueRef base = smem_ptr(L, const_i32(L, smem_need(L, (1u << layout_flat_bits(l)) * eb)));
   barrier(L);
   LLVMValueRef *addr = ARENA_ARRAY(&L->arena, LLVMValueRef, t->nregs);
   for (int r = 0; r < t->nregs; r++) {
     LLVMValueRef flat = flat_index(L, l, (uint32_t)r);
-    addr[r] = LLVMBuildGEP2(L->b, mt, L->smem, &flat, 1, "");
+    addr[r] = LLVMBuildGEP2(L->b, mt, base, &flat, 1, "");
     LLVMValueRef one[1] = {t->regs[r]};
     guarded_store(L, ti->owner, addr[r], 1, k, one);
   }

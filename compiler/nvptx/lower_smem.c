@@ -1,5 +1,5 @@
 /* lower_smem.c - operations that move data between threads: layout
- * conversions, reductions and dot (on FMA units for now).
+ * conversions, reductions and dot on FMA units.
  *
  *   conversion  registers only when the plan allows (layout.h), otherwise
  *               every thread writes its elements to shared memory at their
@@ -9,10 +9,13 @@
  *               butterfly shuffles, then across warps through shared
  *               memory; the result has the slice layout (every replica
  *               holds the reduced value);
- *   dot         both operands go to shared memory row-major; each thread
- *               walks k in order and accumulates with fused multiply-adds,
- *               which computes exactly what the interpreter does (each
- *               product exact, each accumulation rounded once, k ascending).
+ *   dot         (where no tensor-core form applies: f32, f64 and i8
+ *               operands) both operands go to shared memory row-major;
+ *               each thread walks k in order and accumulates with fused
+ *               multiply-adds, which computes exactly what the interpreter
+ *               does (each product exact, each accumulation rounded once,
+ *               k ascending). bf16/f16 dots too small for wgmma go to
+ *               lower_mma.c; the others became wgmma in schedule.c.
  * Every use of shared memory starts with a barrier, so the uses can share
  * one scratch buffer (sized to the largest).
  */
@@ -21,14 +24,14 @@
 #include "lower_internal.h"
 
 #define FULL_WARP_MASK 0xffffffffu
+/* Rows and columns of the result one thread may hold in the FMA dot: its
+ * operand registers per k step (rows + columns) must stay few. */
+#define FMA_DOT_MAX_ROWS 64
+#define FMA_DOT_MAX_COLS 256
 #define SHFL_CLAMP 0x1f
 
 static LLVMValueRef smem_addr(Lower *L, ScalarKind k, unsigned byte_base, LLVMValueRef index) {
-  LLVMValueRef base = L->smem;
-  if (byte_base) {
-    LLVMValueRef off = const_i32(L, byte_base);
-    base = LLVMBuildGEP2(L->b, L->t_i8, L->smem, &off, 1, "");
-  }
+  LLVMValueRef base = byte_base ? smem_ptr(L, const_i32(L, byte_base)) : L->smem;
   return LLVMBuildGEP2(L->b, llvm_mem_type(L, k), base, &index, 1, "");
 }
 
@@ -57,11 +60,11 @@ LTile *convert_tile(Lower *L, const LTile *src, const Layout *dst, ScalarKind k)
     return t;
   }
   /* Through shared memory (also for lane-only moves, for now). */
-  smem_need(L, (1u << layout_flat_bits(dst)) * (unsigned)scalar_bytes(k));
+  unsigned base = smem_need(L, (1u << layout_flat_bits(dst)) * (unsigned)scalar_bytes(k));
   barrier(L);
-  for (int r = 0; r < src->nregs; r++) smem_store(L, k, 0, flat_index(L, src->layout, (uint32_t)r), src->regs[r]);
+  for (int r = 0; r < src->nregs; r++) smem_store(L, k, base, flat_index(L, src->layout, (uint32_t)r), src->regs[r]);
   barrier(L);
-  for (int r = 0; r < t->nregs; r++) t->regs[r] = smem_load(L, k, 0, flat_index(L, dst, (uint32_t)r));
+  for (int r = 0; r < t->nregs; r++) t->regs[r] = smem_load(L, k, base, flat_index(L, dst, (uint32_t)r));
   return t;
 }
 
@@ -178,22 +181,22 @@ static void reduce_warps(Lower *L, OpKind kind, const Layout *X, const Layout *S
   unsigned nw = 1u << __builtin_popcount(wmask);
   unsigned numel = 1u << layout_flat_bits(S);
   unsigned vbytes = (numel * nw * (unsigned)scalar_bytes(k) + 15) & ~15u;
-  smem_need(L, vbytes + (is_arg ? numel * nw * 4 : 0));
+  unsigned base = smem_need(L, vbytes + (is_arg ? numel * nw * 4 : 0));
   LLVMValueRef widx = compress_warp(L, wmask);
   barrier(L);
   LLVMValueRef *slot = ARENA_ARRAY(&L->arena, LLVMValueRef, nacc);
   for (int s = 0; s < nacc; s++) {
     slot[s] = LLVMBuildMul(L->b, flat_index(L, S, (uint32_t)s), const_i32(L, (int32_t)nw), "");
     LLVMValueRef at = LLVMBuildAdd(L->b, slot[s], widx, "");
-    smem_store(L, k, 0, at, acc[s].v);
-    if (is_arg) smem_store(L, SK_I32, vbytes, at, acc[s].idx);
+    smem_store(L, k, base, at, acc[s].v);
+    if (is_arg) smem_store(L, SK_I32, base + vbytes, at, acc[s].idx);
   }
   barrier(L);
   for (int s = 0; s < nacc; s++) {
     RedVal r = {NULL, NULL};
     for (unsigned w = 0; w < nw; w++) {
       LLVMValueRef at = LLVMBuildAdd(L->b, slot[s], const_i32(L, (int32_t)w), "");
-      RedVal x = {smem_load(L, k, 0, at), is_arg ? smem_load(L, SK_I32, vbytes, at) : NULL};
+      RedVal x = {smem_load(L, k, base, at), is_arg ? smem_load(L, SK_I32, base + vbytes, at) : NULL};
       r = w == 0 ? x : combine(L, kind, r, x, k);
     }
     acc[s] = r;
@@ -247,13 +250,16 @@ LTile *lower_reduce(Lower *L, const Op *op, const Layout *l) {
 
 /* Distinct values of `mask`-selected register flat bits, and for each
  * register the index of its value in that list. */
-static int distinct_keys(const Layout *l, uint32_t mask, uint32_t *keys, int *which) {
+static int distinct_keys(const Layout *l, uint32_t mask, uint32_t *keys, int cap, int *which) {
   int n = 0;
   for (int r = 0; r < layout_regs(l); r++) {
     uint32_t key = layout_apply(l, (uint32_t)r, 0, 0) & mask;
     int k = 0;
     while (k < n && keys[k] != key) k++;
-    if (k == n) keys[n++] = key;
+    if (k == n) {
+      if (n == cap) return cap + 1; /* too many: the caller reports it */
+      keys[n++] = key;
+    }
     which[r] = k;
   }
   return n;
@@ -273,6 +279,7 @@ LTile *lower_dot(Lower *L, const Op *op, const Layout *l) {
     lower_error(L, op, "batched dot (rank 3) is not supported yet");
     return NULL;
   }
+  if (dot_engine(op, L->num_warps) == DOT_MMA) return lower_mma_dot(L, op, l);
   LayoutInfo *ia = layouts_get(L->layouts, a), *ib = layouts_get(L->layouts, b);
   const Layout *la = ia && ia->fixed ? ia->fixed : layouts_canonical(L->layouts, 2, a->type.shape);
   const Layout *lb = ib && ib->fixed ? ib->fixed : layouts_canonical(L->layouts, 2, b->type.shape);
@@ -281,19 +288,20 @@ LTile *lower_dot(Lower *L, const Op *op, const Layout *l) {
   ScalarKind ka = (ScalarKind)a->type.kind, kb = (ScalarKind)b->type.kind, kc = (ScalarKind)op->results[0].type.kind;
   int M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
   unsigned a_bytes = ((unsigned)(M * K * scalar_bytes(ka)) + 15) & ~15u;
-  smem_need(L, a_bytes + (unsigned)(K * N * scalar_bytes(kb)));
+  unsigned base = smem_need(L, a_bytes + (unsigned)(K * N * scalar_bytes(kb)));
   barrier(L);
-  tile_to_smem(L, at, ka, 0);
-  tile_to_smem(L, bt, kb, a_bytes);
+  tile_to_smem(L, at, ka, base);
+  tile_to_smem(L, bt, kb, base + a_bytes);
   barrier(L);
 
   int nregs = acc->nregs;
-  uint32_t rows[64], cols[256];
+  uint32_t rows[FMA_DOT_MAX_ROWS], cols[FMA_DOT_MAX_COLS];
   int *row_of = ARENA_ARRAY(&L->arena, int, nregs), *col_of = ARENA_ARRAY(&L->arena, int, nregs);
-  int nrows = distinct_keys(l, layout_dim_mask(l, 0), rows, row_of);
-  int ncols = distinct_keys(l, layout_dim_mask(l, 1), cols, col_of);
-  if (nrows > 64 || ncols > 256) {
-    lower_error(L, op, "dot tile too large for one thread (%d rows x %d columns)", nrows, ncols);
+  int nrows = distinct_keys(l, layout_dim_mask(l, 0), rows, FMA_DOT_MAX_ROWS, row_of);
+  int ncols = distinct_keys(l, layout_dim_mask(l, 1), cols, FMA_DOT_MAX_COLS, col_of);
+  if (nrows > FMA_DOT_MAX_ROWS || ncols > FMA_DOT_MAX_COLS) {
+    lower_error(L, op, "dot tile too large for one thread (more than %d rows or %d columns of the result; use more "
+                "warps or a smaller tile)", FMA_DOT_MAX_ROWS, FMA_DOT_MAX_COLS);
     return NULL;
   }
   /* Row and column coordinates of this thread's registers. */
@@ -319,10 +327,10 @@ LTile *lower_dot(Lower *L, const Op *op, const Layout *l) {
   }
   LLVMValueRef *av = ARENA_ARRAY(&L->arena, LLVMValueRef, nrows), *bv = ARENA_ARRAY(&L->arena, LLVMValueRef, ncols);
   for (int i = 0; i < nrows; i++)
-    av[i] = dot_operand(L, smem_load(L, ka, 0, LLVMBuildAdd(L->b, row_base[i], kk, "")), ka, kc);
+    av[i] = dot_operand(L, smem_load(L, ka, base, LLVMBuildAdd(L->b, row_base[i], kk, "")), ka, kc);
   LLVMValueRef brow = LLVMBuildMul(L->b, kk, const_i32(L, N), "");
   for (int j = 0; j < ncols; j++)
-    bv[j] = dot_operand(L, smem_load(L, kb, a_bytes, LLVMBuildAdd(L->b, brow, col_idx[j], "")), kb, kc);
+    bv[j] = dot_operand(L, smem_load(L, kb, base + a_bytes, LLVMBuildAdd(L->b, brow, col_idx[j], "")), kb, kc);
   LLVMValueRef *next = ARENA_ARRAY(&L->arena, LLVMValueRef, nregs);
   for (int r = 0; r < nregs; r++) {
     LLVMValueRef x = av[row_of[r]], y = bv[col_of[r]];

@@ -9,7 +9,9 @@
  * properties; PTX and (given a path) cubin loading; metadata lookup,
  * caching and the parameter-size check against the code; argument packing
  * for pointers, f32, i32, i8, i64, u16, f16, bf16 and a 128-byte
- * descriptor; dynamic shared memory above 48 KiB; kernels without
+ * descriptor; a TMA load through a map libtile encoded from a tile_tensor
+ * (dimension order, byte strides, zero fill out of bounds, the map
+ * cache); dynamic shared memory above 48 KiB; kernels without
  * metadata; argument errors; streams, events, graphs; launches from
  * several threads. It prints one line per check and "N passed, N failed",
  * and exits with 77 (skipped) where there is no driver or GPU.
@@ -19,7 +21,8 @@
  *       runtime/smoke/gpu_smoke.c runtime/[a-z]*.c -o gpu_smoke -ldl -lpthread
  *   ./gpu_smoke --ptx > smoke.ptx && ptxas -arch=sm_90a smoke.ptx -o smoke.cubin
  *   ./gpu_smoke smoke.cubin     (the cubin is optional)
- * It includes internal.h only to time the bare cuLaunchKernel baseline.
+ * It includes internal.h only to time the bare cuLaunchKernel baseline and
+ * the driver's encoder.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -40,6 +43,17 @@
 
 /* Elements of the axpy check. */
 #define AXPY_N 1000
+
+/* The TMA check: a ROWS x COLS f32 matrix in rows of PITCH elements (the
+ * padding poisoned), and the box of the tma_copy kernel's metadata. */
+#define TMA_ROWS 20
+#define TMA_COLS 24
+#define TMA_PITCH 32
+#define TMA_BOX_ROWS 8
+#define TMA_BOX_COLS 16
+
+/* Calls of the driver's encoder timed to measure one encode. */
+#define ENCODE_CALLS 20000
 
 /* Dynamic shared memory of the big_shared kernel: above the default
  * 48 KiB, so the runtime must opt in. */
@@ -92,6 +106,26 @@ static const char ptx_kernels[] =
     ".reg .b32 %r<4>;\n.reg .b64 %rd<3>;\nmov.u32 %r1, smem;\nmov.u32 %r2, 12345;\n"
     "st.shared.u32 [%r1+99996], %r2;\nbar.sync 0;\nld.shared.u32 %r3, [%r1+99996];\n"
     "ld.param.u64 %rd1, [p_out];\ncvta.to.global.u64 %rd2, %rd1;\nst.global.u32 [%rd2], %r3;\nret;\n}\n"
+    /* tma_copy(m: f32 map with box 8 x 16, out, c0, c1): thread 0 loads
+     * the box at coordinates (c0, c1) (innermost first) with one TMA copy
+     * into shared memory and writes its 128 words to out */
+    ".visible .entry tma_copy(.param .align 64 .b8 p_m[128], .param .u64 p_out, .param .u32 p_c0, "
+    ".param .u32 p_c1)\n{\n"
+    ".reg .pred %p<3>;\n.reg .b32 %r<10>;\n.reg .b64 %rd<8>;\n"
+    ".shared .align 128 .b8 tma_buf[512];\n.shared .align 8 .b64 tma_bar;\n"
+    "mov.u32 %r1, %tid.x;\nsetp.ne.u32 %p1, %r1, 0;\n@%p1 bra TMA_DONE;\n"
+    "mov.u64 %rd1, p_m;\ncvta.param.u64 %rd2, %rd1;\n"
+    "mov.u32 %r2, tma_bar;\nmov.u32 %r3, tma_buf;\nld.param.u32 %r4, [p_c0];\nld.param.u32 %r5, [p_c1];\n"
+    "mbarrier.init.shared::cta.b64 [%r2], 1;\nfence.proxy.async.shared::cta;\n"
+    "mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r2], 512;\n"
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r3], [%rd2, {%r4, %r5}], "
+    "[%r2];\n"
+    "TMA_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2], 0;\n@!%p2 bra TMA_WAIT;\n"
+    "ld.param.u64 %rd4, [p_out];\ncvta.to.global.u64 %rd5, %rd4;\nmov.u32 %r6, 0;\n"
+    "TMA_LOOP:\nshl.b32 %r7, %r6, 2;\nadd.u32 %r8, %r3, %r7;\nld.shared.u32 %r9, [%r8];\n"
+    "cvt.u64.u32 %rd6, %r7;\nadd.s64 %rd7, %rd5, %rd6;\nst.global.u32 [%rd7], %r9;\n"
+    "add.u32 %r6, %r6, 1;\nsetp.lt.u32 %p1, %r6, 128;\n@%p1 bra TMA_LOOP;\n"
+    "TMA_DONE:\nret;\n}\n"
     /* empty kernels: with metadata, and without (raw) */
     ".visible .entry empty()\n{\nret;\n}\n"
     ".visible .entry raw(.param .u64 p_out)\n{\n.reg .b64 %rd<3>;\n.reg .b32 %r<2>;\n"
@@ -107,6 +141,8 @@ static const char *const metadata[][2] = {
                 "param c u16\nparam h f16\nparam g bf16\nend\n"},
     {"desc_first", "tile-kernel 1\nname desc_first\nwarps 1\nshared 0\nparam q desc bf16 2 box 64 64 swizzle 128\n"
                    "param out ptr u64\nend\n"},
+    {"tma_copy", "tile-kernel 1\nname tma_copy\nwarps 1\nshared 0\nparam m desc f32 2 box 8 16\n"
+                 "param out ptr u32\nparam c0 i32\nparam c1 i32\nend\n"},
     {"big_shared", "tile-kernel 1\nname big_shared\nwarps 1\nshared 100000\nparam out ptr u32\nend\n"},
     {"empty", "tile-kernel 1\nname empty\nwarps 1\nshared 0\nend\n"},
     {"mismatch", "tile-kernel 1\nname mismatch\nwarps 1\nshared 0\nparam out i32\nend\n"},
@@ -195,6 +231,62 @@ static void check_desc(tile_runtime *rt, tile_kernel *k) {
   check(tile_launch(k, (const uint32_t[3]){1, 1, 1}, NULL, args, 2) == TILE_OK, "tile_launch(desc_first)");
   tile_memcpy_dtoh(rt, out, dout, sizeof out);
   check(out[0] == map[0] && out[1] == map[15], "128-byte descriptor passed by value");
+  tile_mem_free(rt, dout);
+}
+
+/* Loads the box at (row, col) of the tensor t (values r * 100 + c, inside
+ * TMA_ROWS x TMA_COLS of the full matrix from row0) through tma_copy and
+ * compares it with what TMA promises: the tensor's elements, zeros
+ * outside it. col * 4 must be a multiple of 16: on the H200 a box whose
+ * innermost coordinate is not 16-byte aligned traps (illegal
+ * instruction). */
+static bool tma_box_right(tile_runtime *rt, tile_kernel *k, const tile_tensor *t, int row0, int row, int col,
+                          uint64_t dout) {
+  tile_arg args[] = {tile_arg_tensor(t), tile_arg_ptr(dout), tile_arg_i32(col), tile_arg_i32(row)};
+  float out[TMA_BOX_ROWS * TMA_BOX_COLS];
+  tile_memset_d8(rt, dout, 0xff, sizeof out);
+  if (tile_launch(k, (const uint32_t[3]){1, 1, 1}, NULL, args, 4) != TILE_OK) return false;
+  if (tile_memcpy_dtoh(rt, out, dout, sizeof out) != TILE_OK) return false;
+  for (int i = 0; i < TMA_BOX_ROWS; i++)
+    for (int j = 0; j < TMA_BOX_COLS; j++) {
+      int r = row + i, c = col + j;
+      bool inside = r >= 0 && c >= 0 && r < t->shape[0] && c < t->shape[1];
+      float want = inside ? (float)((row0 + r) * 100 + c) : 0.0f;
+      if (out[i * TMA_BOX_COLS + j] != want) {
+        printf("     box (%d, %d): element (%d, %d) is %g, expected %g\n", row, col, i, j, out[i * TMA_BOX_COLS + j],
+               want);
+        return false;
+      }
+    }
+  return true;
+}
+
+static void check_tma(tile_runtime *rt, tile_kernel *k) {
+  float host[TMA_ROWS * TMA_PITCH];
+  for (int r = 0; r < TMA_ROWS; r++)
+    for (int c = 0; c < TMA_PITCH; c++)
+      host[r * TMA_PITCH + c] = c < TMA_COLS ? (float)(r * 100 + c) : -1.0f; /* the padding is poison */
+  uint64_t dm = 0, dout = 0;
+  tile_mem_alloc(rt, sizeof host, &dm);
+  tile_mem_alloc(rt, TMA_BOX_ROWS * TMA_BOX_COLS * sizeof(float), &dout);
+  tile_memcpy_htod(rt, dm, host, sizeof host);
+  tile_tensor t = {.ptr = dm, .rank = 2, .shape = {TMA_ROWS, TMA_COLS}, .strides = {TMA_PITCH, 1}};
+  check(tma_box_right(rt, k, &t, 0, 0, 0, dout), "TMA load through an encoded tile_tensor map");
+  check(tma_box_right(rt, k, &t, 0, 16, 16, dout), "TMA box past the edge: rows and columns outside read as zeros");
+  check(tma_box_right(rt, k, &t, 0, 8, 4, dout), "same tensor again (cached map), another box");
+  check(tma_box_right(rt, k, &t, 0, -3, -4, dout), "negative coordinates read zeros before the tensor");
+  tile_tensor lower = t;
+  lower.ptr += 4 * TMA_PITCH * sizeof(float); /* from row 4: 512 bytes on, 16-byte aligned */
+  lower.shape[0] = TMA_ROWS - 4;
+  check(tma_box_right(rt, k, &lower, 4, 12, 8, dout), "a new pointer and shape get a new map");
+  check(tma_box_right(rt, k, &t, 0, 16, 16, dout), "and the first map is still right");
+  tile_tensor bad = t;
+  bad.strides[0] = 30; /* 120 bytes */
+  tile_arg args[] = {tile_arg_tensor(&bad), tile_arg_ptr(dout), tile_arg_i32(0), tile_arg_i32(0)};
+  check(tile_launch(k, (const uint32_t[3]){1, 1, 1}, NULL, args, 4) == TILE_ERROR_INVALID_ARGUMENT &&
+            strstr(tile_last_error(), "stride of dimension 0 is 30 elements (120 bytes), not a multiple of 16 bytes"),
+        "a stride TMA cannot take is rejected before the driver");
+  tile_mem_free(rt, dm);
   tile_mem_free(rt, dout);
 }
 
@@ -325,6 +417,66 @@ static double time_launches(tile_runtime *rt, tile_kernel *k, int how, uint64_t 
   return (t1 - t0) / TIMING_LAUNCHES;
 }
 
+/* Host time per launch of desc_first: bare cuLaunchKernel with a
+ * pre-encoded map, tile_launch with the map (tile_arg_desc), tile_launch
+ * with a tile_tensor (a cache hit after the first), tile_launch with
+ * tensors that always miss (twice as many as the cache holds, in turn),
+ * and one call of the driver's encoder. */
+static void measure_descriptor_cost(tile_runtime *rt, tile_kernel *k) {
+  uint64_t buf = 0;
+  if (tile_mem_alloc(rt, 1 << 20, &buf) != TILE_OK) return;
+  tile_tensor t = {.ptr = buf, .rank = 2, .shape = {256, 512}, .strides = {512, 1}};
+  CUtensorMap map;
+  cuuint64_t dims[2] = {512, 256}, strides[1] = {1024};
+  cuuint32_t box[2] = {64, 64}, ones[2] = {1, 1};
+  CUresult r = rt->drv.tensor_map_encode_tiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)(uintptr_t)buf, dims,
+                                               strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  check(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled by hand");
+  double t0 = now_us();
+  for (int i = 0; i < ENCODE_CALLS; i++)
+    rt->drv.tensor_map_encode_tiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)(uintptr_t)buf, dims, strides,
+                                    box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  double encode_us = (now_us() - t0) / ENCODE_CALLS;
+  void *params[] = {&map, &buf};
+  tile_arg with_map[] = {tile_arg_desc(&map), tile_arg_ptr(buf)};
+  tile_arg with_tensor[] = {tile_arg_tensor(&t), tile_arg_ptr(buf)};
+  tile_tensor rotating[2 * TILE_TMAP_CACHE_ENTRIES];
+  for (int i = 0; i < 2 * TILE_TMAP_CACHE_ENTRIES; i++) {
+    rotating[i] = t;
+    rotating[i].ptr += (uint64_t)i * 256;
+  }
+  const uint32_t grid[3] = {1, 1, 1};
+  double best[4] = {1e9, 1e9, 1e9, 1e9};
+  for (int round = 0; round < TIMING_ROUNDS; round++)
+    for (int how = 0; how < 4; how++) {
+      tile_synchronize(rt);
+      t0 = now_us();
+      for (int i = 0; i < TIMING_LAUNCHES; i++) {
+        if (how == 0) {
+          rt->drv.launch_kernel(k->func, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
+        } else if (how == 3) {
+          tile_arg missing[] = {tile_arg_tensor(&rotating[i % (2 * TILE_TMAP_CACHE_ENTRIES)]), tile_arg_ptr(buf)};
+          tile_launch(k, grid, NULL, missing, 2);
+        } else {
+          tile_launch(k, grid, NULL, how == 1 ? with_map : with_tensor, 2);
+        }
+      }
+      double us = (now_us() - t0) / TIMING_LAUNCHES;
+      tile_synchronize(rt);
+      if (us < best[how]) best[how] = us;
+    }
+  printf("     descriptor launch cost (host us, best of %d x %d): bare cuLaunchKernel %.3f, tile_arg_desc %.3f "
+         "(%+.1f%%), tile_arg_tensor cached %.3f (%+.1f%%), tile_arg_tensor always missing %.3f (%+.1f%%); one "
+         "cuTensorMapEncodeTiled %.3f\n",
+         TIMING_ROUNDS, TIMING_LAUNCHES, best[0], best[1], 100 * (best[1] / best[0] - 1), best[2],
+         100 * (best[2] / best[0] - 1), best[3], 100 * (best[3] / best[0] - 1), encode_us);
+  check(best[2] <= best[0] * 1.2, "tile_launch with a cached tile_tensor map within 20% of a bare cuLaunchKernel");
+  tile_mem_free(rt, buf);
+}
+
 static void measure_launch_cost(tile_runtime *rt, tile_kernel *k) {
   uint64_t buf = 0;
   tile_mem_alloc(rt, 256, &buf);
@@ -382,15 +534,17 @@ int main(int argc, char **argv) {
   free(ptx);
   if (!m) return 1;
   tile_kernel *axpy = get(m, "axpy"), *scalars = get(m, "scalars"), *desc = get(m, "desc_first");
-  tile_kernel *empty = get(m, "empty");
+  tile_kernel *empty = get(m, "empty"), *tma = get(m, "tma_copy");
   if (axpy) check_axpy(rt, axpy);
   if (scalars) check_scalars(rt, scalars);
   if (desc) check_desc(rt, desc);
+  if (tma) check_tma(rt, tma);
   check_shared_and_raw(rt, m);
   check_errors(m);
   if (empty) check_graph(rt, empty);
   if (empty) check_threads(rt, empty);
   if (axpy) measure_launch_cost(rt, axpy);
+  if (desc) measure_descriptor_cost(rt, desc);
   check(tile_synchronize(rt) == TILE_OK, "no asynchronous errors");
   tile_module_unload(m);
   if (argc > 1) check_cubin(rt, argv[1]);

@@ -83,7 +83,7 @@ bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Vari
   double t0 = now_ms();
   v->comp = tc_compile(relpath, src, len, &opt);
   free(src);
-  tc_codegen_options go = {NULL, TC_LINKER_AUTO};
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
   bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, &go);
   v->compile_ms = now_ms() - t0;
   if (!ok) {

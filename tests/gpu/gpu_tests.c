@@ -96,21 +96,6 @@ static double ref_softmax_rows(DBuf *bufs, int n, size_t rows, size_t cols, size
 }
 static double ref_softmax_37(DBuf *bufs, int n) { return ref_softmax_rows(bufs, n, 37, 1000, 1024); }
 
-static double ref_gemm(DBuf *bufs, int n, size_t M, size_t N, size_t K) {
-  DBuf *c = buf(bufs, n, "c"), *a = buf(bufs, n, "a"), *b = buf(bufs, n, "b");
-  double *want = malloc(sizeof(double) * M * N);
-  for (size_t i = 0; i < M; i++)
-    for (size_t j = 0; j < N; j++) {
-      double s = 0;
-      for (size_t p = 0; p < K; p++) s += dbuf_get(a, i * K + p) * dbuf_get(b, p * N + j);
-      want[i * N + j] = s;
-    }
-  double e = error_vs(c, want, M * N);
-  free(want);
-  return e;
-}
-static double ref_gemm_300(DBuf *bufs, int n) { return ref_gemm(bufs, n, 300, 200, 100); }
-
 /* Attention over [bh][seqlen][d] tensors (BHSD, contiguous). */
 static double ref_attention(DBuf *bufs, int n, size_t bh, size_t seqlen, size_t d, double scale, bool causal) {
   DBuf *o = buf(bufs, n, "out"), *q = buf(bufs, n, "q"), *k = buf(bufs, n, "k"), *v = buf(bufs, n, "v");
@@ -318,15 +303,6 @@ static const Case cases[] = {
     {"layernorm bf16", "lang/std/layernorm.tile", {"T", "bf16", "BLOCK", "256", NULL}, 7, NULL, 0,
      {OUTB("y", 7 * 784, BF16_TOL), INB("x", 7 * 784, -2, 3), INB("w", 777, 0.5, 1.5), INB("b", 777, -1, 1),
       OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL, NULL, 0},
-    {"gemm bf16 300x200x100", "lang/std/gemm.tile", {NULL}, 3 * 2, NULL, 0,
-     {OUTB("c", 300 * 200, F32_TOL), INB("a", 300 * 100, -1, 1), INB("b", 100 * 200, -1, 1), SC("m", 300),
-      SC("n", 200), SC("k", 100), SC("stride_am", 100), SC("stride_ak", 1), SC("stride_bk", 200), SC("stride_bn", 1),
-      SC("stride_cm", 200), SC("stride_cn", 1)}, NULL, ref_gemm_300, F32_TOL},
-    {"gemm f32 small blocks", "lang/std/gemm.tile",
-     {"T", "f32", "BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "GROUP_M", "2", NULL}, 5 * 4, NULL, 0,
-     {OUTB("c", 130 * 97, F32_TOL), INB("a", 130 * 129, -1, 1), INB("b", 129 * 97, -1, 1), SC("m", 130), SC("n", 97),
-      SC("k", 129), SC("stride_am", 129), SC("stride_ak", 1), SC("stride_bk", 97), SC("stride_bn", 1),
-      SC("stride_cm", 97), SC("stride_cn", 1)}, NULL, NULL, 0},
     {"flash_attention d64 full", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", NULL}, 300, "BLOCK_M", 2 * 3,
      {OUTB("out", 2 * 3 * 300 * 64, BF16_TOL), INB("q", 2 * 3 * 300 * 64, -1, 1), INB("k", 2 * 3 * 300 * 64, -1, 1),
       INB("v", 2 * 3 * 300 * 64, -1, 1), SC("seqlen", 300), SC("heads", 3), SC("sm_scale", 0.125),
@@ -342,6 +318,8 @@ static const Case cases[] = {
       INB("v", 190 * 64, -1, 1), SC("seqlen", 190), SC("heads", 1), SC("sm_scale", 0.125),
       SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL, NULL, 0},
 };
+
+int gpu_gemm_tests(Gpu *g, const char *only);
 
 int gpu_tests_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
@@ -360,6 +338,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
     if (ok) g.passed++;
     else g.failed++;
   }
+  gpu_gemm_tests(&g, only);
   printf("%d passed, %d failed\n", g.passed, g.failed);
   gpu_close(&g);
   return g.failed ? 1 : 0;

@@ -99,38 +99,46 @@ Test(std_layernorm, bf16) { check_layernorm("bf16", 3, 777, "256", BF16_TOL, 14)
 
 /* ---- gemm ---- */
 
-static void check_gemm(const char *type, int m, int n, int k, bool trans_b, const char *const *blocks, double tol,
-                       uint64_t seed) {
-  const char *defs[16] = {"T", type};
-  int nd = 2;
+/* C = A @ B; A stored m x k (or k x m with a_trans), B stored k x n (or
+ * n x k with b_trans), leading dimensions padded to `pad` extra elements
+ * so that they differ from the logical widths. */
+static void check_gemm(const char *type, int m, int n, int k, bool a_trans, bool b_trans, const char *const *blocks,
+                       double tol, uint64_t seed) {
+  const char *defs[24] = {"T", type, "A_TRANS", a_trans ? "true" : "false", "B_TRANS", b_trans ? "true" : "false"};
+  int nd = 6;
   for (int i = 0; blocks && blocks[i]; i++) defs[nd++] = blocks[i];
   defs[nd] = NULL;
   tc_compilation *c = harness_compile("lang/std/gemm.tile", NULL, defs);
   Rng rng = {seed};
-  HBuf a = hbuf_new(type, (size_t)m * k, "a"), b = hbuf_new(type, (size_t)k * n, "b"), cc = hbuf_new("f32", (size_t)m * n, "c");
+  const int pad = 8;
+  int lda = (a_trans ? m : k) + pad, ldb = (b_trans ? k : n) + pad, ldc = n + pad;
+  HBuf a = hbuf_new(type, (size_t)(a_trans ? k : m) * lda, "a"), b = hbuf_new(type, (size_t)(b_trans ? n : k) * ldb, "b");
+  HBuf cc = hbuf_new("f32", (size_t)m * ldc, "c");
   hbuf_fill_uniform(&a, &rng, -1, 1);
   hbuf_fill_uniform(&b, &rng, -1, 1);
   hbuf_poison(&cc);
-  /* B is k x n; stored row-major, or transposed (n x k) when trans_b. */
-  int64_t sbk = trans_b ? 1 : n, sbn = trans_b ? k : 1;
-  tc_arg args[12] = {{.p = cc.data}, {.p = a.data}, {.p = b.data}, {.i = m}, {.i = n}, {.i = k},
-                     {.i = k},       {.i = 1},      {.i = sbk},    {.i = sbn}, {.i = n}, {.i = 1}};
+  tc_arg args[9] = {{.p = cc.data}, {.p = a.data}, {.p = b.data}, {.i = m},   {.i = n},
+                    {.i = k},       {.i = lda},    {.i = ldb},    {.i = ldc}};
   const HBuf *bufs[] = {&cc, &a, &b};
   int bm = 128, bn = 128;
   for (int i = 0; blocks && blocks[i]; i += 2) {
     if (!strcmp(blocks[i], "BLOCK_M")) bm = atoi(blocks[i + 1]);
     if (!strcmp(blocks[i], "BLOCK_N")) bn = atoi(blocks[i + 1]);
   }
-  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, 12, bufs, 3);
-  double *want = calloc((size_t)m * n, sizeof(double));
+  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, 9, bufs, 3);
+  double *want = calloc((size_t)m * n, sizeof(double)), worst = 0, ref = 0;
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
-      double s = 0;
-      for (int p = 0; p < k; p++) s += hbuf_get(&a, (size_t)i * k + p) * hbuf_get(&b, (size_t)(p * sbk + j * sbn));
-      want[(size_t)i * n + j] = s;
+      double sum = 0;
+      for (int p = 0; p < k; p++)
+        sum += hbuf_get(&a, a_trans ? (size_t)p * lda + i : (size_t)i * lda + p) *
+               hbuf_get(&b, b_trans ? (size_t)j * ldb + p : (size_t)p * ldb + j);
+      double got = hbuf_get(&cc, (size_t)i * ldc + j);
+      worst = isnan(got) ? INFINITY : fmax(worst, fabs(got - sum));
+      ref = fmax(ref, fabs(sum));
     }
-  double err = rel_error(&cc, want, (size_t)m * n);
-  cr_expect(err < tol, "gemm %s %dx%dx%d: rel error %g", type, m, n, k, err);
+  double err = worst / ref;
+  cr_expect(err < tol, "gemm %s %dx%dx%d (a_trans %d, b_trans %d): rel error %g", type, m, n, k, a_trans, b_trans, err);
   free(want);
   hbuf_free(&a), hbuf_free(&b), hbuf_free(&cc);
   tc_free(c);
@@ -138,10 +146,12 @@ static void check_gemm(const char *type, int m, int n, int k, bool trans_b, cons
 
 static const char *const small_blocks[] = {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "GROUP_M", "2", NULL};
 
-Test(std_gemm, bf16_ragged) { check_gemm("bf16", 100, 70, 50, false, NULL, BF16_TOL, 21); }
-Test(std_gemm, f32_small_blocks_grouped) { check_gemm("f32", 130, 97, 129, false, small_blocks, F32_TOL, 22); }
-Test(std_gemm, bf16_transposed_b) { check_gemm("bf16", 64, 160, 48, true, small_blocks, BF16_TOL, 23); }
-Test(std_gemm, f16_exact_tiles) { check_gemm("f16", 128, 128, 64, false, NULL, BF16_TOL, 24); }
+Test(std_gemm, bf16_ragged) { check_gemm("bf16", 104, 72, 56, false, false, NULL, BF16_TOL, 21); }
+Test(std_gemm, f32_small_blocks_grouped) { check_gemm("f32", 136, 96, 128, false, false, small_blocks, F32_TOL, 22); }
+Test(std_gemm, bf16_transposed_b) { check_gemm("bf16", 64, 160, 48, false, true, small_blocks, BF16_TOL, 23); }
+Test(std_gemm, bf16_transposed_a) { check_gemm("bf16", 72, 64, 40, true, false, small_blocks, BF16_TOL, 25); }
+Test(std_gemm, f16_both_transposed) { check_gemm("f16", 48, 40, 72, true, true, small_blocks, BF16_TOL, 26); }
+Test(std_gemm, f16_exact_tiles) { check_gemm("f16", 128, 128, 64, false, false, NULL, BF16_TOL, 24); }
 
 /* ---- flash attention ---- */
 

@@ -12,8 +12,16 @@
  *     texts, each with the line and reason in the message;
  *   - tile_check_args: argument counts, kinds, integer ranges, alignment,
  *     multiple_of, grids, float ranges and descriptors, with messages that
- *     name the argument;
+ *     name the argument; tensors (tile_arg_tensor) against every TMA rule
+ *     and the metadata's box and swizzle;
+ *   - the tensor-map encoder and cache (runtime/tmap.c) through a fake
+ *     encoder: the arguments cuTensorMapEncodeTiled would get (reversed
+ *     dimensions, byte strides, box, swizzle, data type), hits, misses,
+ *     eviction, errors, threads, and packing into the 64-byte slot;
  *   - the f16/bf16 rounding used to pack half-precision scalars.
+ *
+ * It includes runtime/internal.h (and so the CUDA headers) to reach the
+ * packing and the tensor-map cache, which have no public entry point.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -22,12 +30,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "tile.h"
-
-/* Internal to libtile, declared here to test the packing of f16/bf16
- * scalar arguments (runtime/args.c). */
-uint16_t tilert_f16_bits(double x);
-uint16_t tilert_bf16_bits(double x);
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -119,21 +123,30 @@ static void wide_args(tile_arg args[10]) {
   args[9] = tile_arg_bool(true);
 }
 
-/* Checks one changed argument of wide_meta; expect "" for success. */
-static void expect_wide(int index, tile_arg arg, const char *part) {
-  tile_kernel_info *info = parse_ok(wide_meta);
-  tile_arg args[10];
-  wide_args(args);
-  args[index] = arg;
+/* Checks args against the metadata text (grid 1 x 1 x 1): part "" expects
+ * success, else the message must contain part, or be it if exact. */
+static void expect_check(const char *text, const tile_arg *args, int nargs, const char *part, bool exact) {
+  tile_kernel_info *info = parse_ok(text);
   char msg[MSG_SIZE] = "";
-  tile_status st = tile_check_args(info, grid1, args, 10, msg, sizeof msg);
+  tile_status st = tile_check_args(info, grid1, args, nargs, msg, sizeof msg);
   if (!*part) {
     cr_expect_eq(st, TILE_OK, "unexpected failure: %s", msg);
   } else {
-    cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT, "argument %d was accepted", index);
-    expect_contains(msg, part);
+    cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT, "accepted, expected \"%s\"", part);
+    if (exact)
+      cr_expect_str_eq(msg, part);
+    else
+      expect_contains(msg, part);
   }
   tile_meta_free(info);
+}
+
+/* Checks one changed argument of wide_meta; expect "" for success. */
+static void expect_wide(int index, tile_arg arg, const char *part) {
+  tile_arg args[10];
+  wide_args(args);
+  args[index] = arg;
+  expect_check(wide_meta, args, 10, part, false);
 }
 
 /* Checks softmax_meta with the given args and grid. */
@@ -380,6 +393,32 @@ Test(meta, minimal_kernel_without_parameters) {
   tile_meta_free(NULL);
 }
 
+Test(meta, parses_descriptor_lines) {
+  const char text[] = "tile-kernel 1\nname d\nwarps 4\nshared 0\n"
+                      "param a desc f16 1 box 256\n"
+                      "param b desc f8e5m2 3 box 2 64 128 swizzle 128\n"
+                      "param c desc f32 4 box 1 2 8 16 swizzle 0\n"
+                      "param e desc u64 2 box 16 4 swizzle 32\nend\n";
+  tile_kernel_info *info = parse_ok(text);
+  cr_assert_eq(info->nparams, 4);
+  const tile_param_info *p = info->params;
+  cr_expect_eq(p[0].kind, TILE_PARAM_DESC);
+  cr_expect_eq(p[0].desc_rank, 1);
+  cr_expect_eq(p[0].box[0], 256);
+  cr_expect_eq(p[0].swizzle, 0, "swizzle defaults to 0");
+  cr_expect_eq(p[1].dtype, TILE_DTYPE_F8E5M2);
+  cr_expect_eq(p[1].elem_bytes, 1);
+  cr_expect_eq(p[1].desc_rank, 3);
+  cr_expect(p[1].box[0] == 2 && p[1].box[1] == 64 && p[1].box[2] == 128 && p[1].box[3] == 0);
+  cr_expect_eq(p[1].swizzle, 128);
+  cr_expect_eq(p[2].desc_rank, 4);
+  cr_expect(p[2].box[0] == 1 && p[2].box[1] == 2 && p[2].box[2] == 8 && p[2].box[3] == 16);
+  cr_expect_eq(p[2].swizzle, 0);
+  cr_expect_eq(p[3].swizzle, 32);
+  cr_expect_eq(p[3].elem_bytes, 8);
+  tile_meta_free(info);
+}
+
 /* ---- metadata: malformed ----------------------------------------------- */
 
 Test(meta_bad, unknown_parameter_kind) {
@@ -453,6 +492,19 @@ Test(meta_bad, descriptors) {
   expect_bad_body("param q desc bf16 2 64 64\nend\n", "expected 'box' and 2 box sizes", NULL);
   expect_bad_body("param q desc bf16 2 box 64\nend\n", "box size is missing", NULL);
   expect_bad_body("param q desc bf16 2 box 64 512\nend\n", "bad box size '512'", NULL);
+  expect_bad_body("param q desc bf16 2 box 64 0\nend\n", "bad box size '0'", NULL);
+  expect_bad_body("param q desc bf16 0 box\nend\n", "bad descriptor rank '0'", NULL);
+  expect_bad_body("param q desc bf16 2 box 64 64 64\nend\n", "more than 2 box sizes for parameter 'q' of rank 2",
+                  NULL);
+  expect_bad_body("param q desc bf16 2 box 64 64 swizzle 64 swizzle 64\nend\n", "second 'swizzle' for parameter 'q'",
+                  NULL);
+  expect_bad_body("param q desc bf16 2 box 64 64 swizzle\nend\n", "option 'swizzle' of parameter 'q' has no value",
+                  NULL);
+  expect_bad_body("param q desc bf16 2 box 64 64 align 16\nend\n", "unknown option 'align' for parameter 'q'", NULL);
+  expect_bad_body("param q desc i1 2 box 64 64\nend\n", "line 5: descriptor parameter 'q' cannot have i1 elements",
+                  NULL);
+  expect_bad_body("param q desc bf16 2 box 64 64 swizzle -1\nend\n", "bad swizzle '-1'", NULL);
+  expect_bad_body("param p ptr f32 swizzle 128\nend\n", "unknown option 'swizzle' for parameter 'p'", NULL);
 }
 
 Test(meta_bad, consts) {
@@ -628,6 +680,554 @@ Test(check_args, leaves_last_error_alone) {
   cr_expect_eq(tile_check_args(info, grid1, NULL, 0, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
   expect_contains(tile_last_error(), "text is NULL");
   tile_meta_free(info);
+}
+
+/* ---- check_args: tensors ----------------------------------------------- */
+
+/* A GEMM-like kernel with descriptor parameters of 2- and 1-byte elements. */
+static const char gemm_meta[] = "tile-kernel 1\n"
+                                "name gemm\n"
+                                "warps 4\n"
+                                "shared 0\n"
+                                "param c ptr f32 align 16\n"
+                                "param a desc bf16 2 box 64 64 swizzle 128\n"
+                                "param b desc f8e4m3 3 box 2 64 128 swizzle 128\n"
+                                "param n i32\n"
+                                "end\n";
+
+/* A valid bf16 matrix of 1000 x 4096 for 'a'. */
+static tile_tensor matrix_a(void) {
+  return (tile_tensor){.ptr = 0x7f0000000000, .rank = 2, .shape = {1000, 4096}, .strides = {4096, 1}};
+}
+
+/* A valid f8e4m3 tensor of 4 x 100 x 256 (rows padded to 272) for 'b'. */
+static tile_tensor tensor_b(void) {
+  return (tile_tensor){.ptr = 0x7f0000100000, .rank = 3, .shape = {4, 100, 256}, .strides = {27200, 272, 1}};
+}
+
+/* Checks gemm_meta (or text, with the same parameters) with a and b as
+ * given; "" expects success, else the message must contain part. */
+static void expect_tensor_args(const char *text, tile_arg a, tile_arg b, const char *part) {
+  tile_arg args[] = {tile_arg_ptr(0x1000), a, b, tile_arg_i32(64)};
+  expect_check(text ? text : gemm_meta, args, 4, part, false);
+}
+
+/* Checks gemm_meta with t as argument index (1: 'a', 2: 'b') and the valid
+ * tensor for the other: "" expects success, else the message contains
+ * part (or is it, if exact). */
+static void expect_tensor(int index, tile_tensor t, const char *part, bool exact) {
+  tile_tensor a = index == 1 ? t : matrix_a(), b = index == 2 ? t : tensor_b();
+  tile_arg args[] = {tile_arg_ptr(0x1000), tile_arg_tensor(&a), tile_arg_tensor(&b), tile_arg_i32(64)};
+  expect_check(gemm_meta, args, 4, part, exact);
+}
+
+static tile_tensor valid_tensor(int index) { return index == 1 ? matrix_a() : tensor_b(); }
+
+/* The valid tensor for argument index with one thing changed. */
+static void expect_base(int index, uint64_t ptr, const char *part, bool exact) {
+  tile_tensor t = valid_tensor(index);
+  t.ptr = ptr;
+  expect_tensor(index, t, part, exact);
+}
+
+static void expect_size(int index, int dim, int64_t size, const char *part) {
+  tile_tensor t = valid_tensor(index);
+  t.shape[dim] = size;
+  expect_tensor(index, t, part, false);
+}
+
+static void expect_stride(int index, int dim, int64_t stride, const char *part, bool exact) {
+  tile_tensor t = valid_tensor(index);
+  t.strides[dim] = stride;
+  expect_tensor(index, t, part, exact);
+}
+
+Test(check_tensor, accepted) {
+  expect_tensor(1, matrix_a(), "", false);
+  expect_tensor(2, tensor_b(), "", false);
+  /* smaller than the box: TMA fills the rest with zeros */
+  expect_tensor(1, (tile_tensor){.ptr = 0x10000, .rank = 2, .shape = {1, 1}, .strides = {8, 1}}, "", false);
+  /* an encoded map is still accepted for a descriptor parameter */
+  tile_tensor b = tensor_b();
+  expect_tensor_args(NULL, tile_arg_desc(fake_tensor_map), tile_arg_tensor(&b), "");
+}
+
+Test(check_tensor, null_description) {
+  tile_tensor b = tensor_b();
+  expect_tensor_args(NULL, tile_arg_tensor(NULL), tile_arg_tensor(&b),
+                     "argument 1 'a' of kernel 'gemm': the tile_tensor pointer is NULL");
+}
+
+Test(check_tensor, rank_mismatch) {
+  expect_tensor(1, tensor_b(),
+                "argument 1 'a' of kernel 'gemm': tensor of rank 3 for a parameter of rank 2 (tensor<bf16, 2>)", true);
+  tile_tensor a = matrix_a();
+  a.rank = 0;
+  expect_tensor(1, a, "tensor of rank 0 for a parameter of rank 2", false);
+  a.rank = 99;
+  expect_tensor(1, a, "tensor of rank 99 for a parameter of rank 2", false);
+}
+
+Test(check_tensor, misaligned_or_null_base) {
+  expect_base(1, 0x7f0000000008,
+              "argument 1 'a' of kernel 'gemm': tensor base 0x7f0000000008 is not aligned to 16 bytes (TMA needs a "
+              "16-byte aligned base)",
+              true);
+  expect_base(1, 0x7f0000000010, "", false);
+  expect_base(1, 0, "argument 1 'a' of kernel 'gemm': tensor base is 0 (a NULL device pointer)", false);
+  /* 1-byte elements need the 16-byte base too */
+  expect_base(2, 0x7f0000100001, "argument 2 'b' of kernel 'gemm': tensor base 0x7f0000100001 is not aligned", false);
+}
+
+Test(check_tensor, stride_not_a_multiple_of_16_bytes) {
+  expect_stride(1, 0, 100,
+                "argument 1 'a' of kernel 'gemm': stride of dimension 0 is 100 elements (200 bytes), not a multiple "
+                "of 16 bytes",
+                true);
+  expect_stride(1, 0, 104, "", false); /* 208 bytes */
+  expect_stride(2, 1, 288, "", false); /* 288 bytes of f8 */
+  expect_stride(2, 1, 260,
+                "argument 2 'b' of kernel 'gemm': stride of dimension 1 is 260 elements (260 bytes), not a multiple "
+                "of 16 bytes",
+                true);
+  /* broadcast rows are rejected: strides are at least 1 */
+  expect_stride(1, 0, 0, "stride of dimension 0 is 0 elements, must be at least 1", false);
+  expect_stride(2, 0, -27200, "stride of dimension 0 is -27200 elements, must be at least 1", false);
+}
+
+Test(check_tensor, last_stride_not_1) {
+  expect_stride(1, 1, 2,
+                "argument 1 'a' of kernel 'gemm': stride of dimension 1 is 2 elements, must be 1 (TMA needs the last "
+                "dimension contiguous)",
+                true);
+  expect_stride(2, 2, 0, "stride of dimension 2 is 0 elements, must be 1", false);
+}
+
+Test(check_tensor, stride_too_large) {
+  /* 2^39 bf16 elements are 2^40 bytes */
+  expect_stride(1, 0, INT64_C(1) << 39,
+                "argument 1 'a' of kernel 'gemm': stride of dimension 0 is 549755813888 elements of bf16, not below "
+                "2^40 bytes (the TMA limit)",
+                true);
+  expect_stride(1, 0, (INT64_C(1) << 39) - 8, "", false); /* 2^40 - 16 bytes */
+  expect_stride(1, 0, INT64_MAX, "not below 2^40 bytes", false);
+}
+
+Test(check_tensor, sizes_out_of_range) {
+  expect_size(1, 0, (INT64_C(1) << 32) + 1,
+              "argument 1 'a' of kernel 'gemm': size of dimension 0 is 4294967297, must be from 1 to 2^32");
+  expect_size(1, 0, INT64_C(1) << 32, "");
+  expect_size(1, 1, 0, "size of dimension 1 is 0, must be from 1 to 2^32");
+  expect_size(2, 2, -5, "argument 2 'b' of kernel 'gemm': size of dimension 2 is -5");
+}
+
+Test(check_tensor, box_too_large_for_the_swizzle) {
+  const char *text = "tile-kernel 1\nname k\nwarps 4\nshared 0\nparam c ptr f32\n"
+                     "param a desc bf16 2 box 64 128 swizzle 128\nparam b desc f8e4m3 3 box 2 64 128\n"
+                     "param n i32\nend\n";
+  tile_tensor a = matrix_a(), b = tensor_b();
+  expect_tensor_args(text, tile_arg_tensor(&a), tile_arg_tensor(&b),
+                     "argument 1 'a' of kernel 'k': the kernel's box 64 x 128 has an inner dimension of 256 bytes (128 "
+                     "x bf16), more than its 128-byte swizzle span");
+  text = "tile-kernel 1\nname k\nwarps 4\nshared 0\nparam c ptr f32\n"
+         "param a desc bf16 2 box 64 32 swizzle 32\nparam b desc f8e4m3 3 box 2 64 128\nparam n i32\nend\n";
+  expect_tensor_args(text, tile_arg_tensor(&a), tile_arg_tensor(&b), "inner dimension of 64 bytes (32 x bf16), more "
+                                                                     "than its 32-byte swizzle span");
+  /* without a swizzle a wide box is fine: 256 bf16 = 512 bytes */
+  text = "tile-kernel 1\nname k\nwarps 4\nshared 0\nparam c ptr f32\n"
+         "param a desc bf16 2 box 8 256\nparam b desc f8e4m3 3 box 2 64 128\nparam n i32\nend\n";
+  expect_tensor_args(text, tile_arg_tensor(&a), tile_arg_tensor(&b), "");
+}
+
+Test(check_tensor, box_not_a_multiple_of_16_bytes) {
+  const char *text = "tile-kernel 1\nname k\nwarps 4\nshared 0\nparam c ptr f32\n"
+                     "param a desc bf16 2 box 64 4\nparam b desc f8e4m3 3 box 2 64 8\nparam n i32\nend\n";
+  tile_tensor a = matrix_a(), b = tensor_b();
+  expect_tensor_args(text, tile_arg_tensor(&a), tile_arg_tensor(&b),
+                     "argument 1 'a' of kernel 'k': the kernel's box 64 x 4 has an inner dimension of 8 bytes (4 x "
+                     "bf16), not a multiple of 16 bytes");
+  expect_tensor_args(text, tile_arg_desc(fake_tensor_map), tile_arg_tensor(&b),
+                     "argument 2 'b' of kernel 'k': the kernel's box 2 x 64 x 8 has an inner dimension of 8 bytes");
+}
+
+Test(check_tensor, box_dimension_above_256) {
+  /* The parser rejects such a box; a hand-made tile_kernel_info may not. */
+  tile_kernel_info *info = parse_ok(gemm_meta);
+  ((tile_param_info *)info->params)[1].box[0] = 300;
+  tile_tensor a = matrix_a(), b = tensor_b();
+  tile_arg args[] = {tile_arg_ptr(0x1000), tile_arg_tensor(&a), tile_arg_tensor(&b), tile_arg_i32(64)};
+  char msg[MSG_SIZE] = "";
+  cr_expect_eq(tile_check_args(info, grid1, args, 4, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_str_eq(msg, "argument 1 'a' of kernel 'gemm': the kernel's box 300 x 64 has dimension 0 of 300 elements, "
+                        "TMA allows 1 to 256");
+  tile_meta_free(info);
+}
+
+Test(check_tensor, wrong_kinds) {
+  tile_tensor a = matrix_a(), b = tensor_b();
+  expect_tensor_args(NULL, tile_arg_ptr(0x7f0000000000), tile_arg_tensor(&b),
+                     "argument 1 'a' of kernel 'gemm': expected a tensor descriptor of bf16 (rank 2), got a pointer");
+  expect_wide(0, tile_arg_tensor(&a), "argument 0 'p' of kernel 'wide': expected a pointer to bf16, got a tensor");
+  expect_wide(3, tile_arg_tensor(&a), "expected i64, got a tensor");
+}
+
+/* ---- tensor maps: the encoder and the cache ----------------------------- */
+
+/* What the fake encoder was given, for one call. */
+typedef struct encode_call {
+  CUtensorMapDataType dtype;
+  cuuint32_t rank;
+  uint64_t address;
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], element_strides[5];
+  CUtensorMapInterleave interleave;
+  CUtensorMapSwizzle swizzle;
+  CUtensorMapL2promotion l2;
+  CUtensorMapFloatOOBfill oob;
+} encode_call;
+
+/* The fake encoder's record; each Criterion test runs in a process of its
+ * own, so these start at zero in every test. The mutex is for the threads
+ * test. */
+static pthread_mutex_t fake_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int fake_calls, fake_misaligned_maps;
+static encode_call fake_last;
+static CUresult fake_result = CUDA_SUCCESS;
+
+/* Records its arguments and writes a map that identifies them: the
+ * address, the dimensions and the number of the call. */
+static CUresult fake_encode(CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, void *address,
+                            const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                            const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+                            CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  pthread_mutex_lock(&fake_mutex);
+  int call = ++fake_calls;
+  encode_call c = {dtype, rank, (uint64_t)(uintptr_t)address, {0}, {0}, {0}, {0}, interleave, swizzle, l2, oob};
+  for (cuuint32_t i = 0; i < rank && i < 5; i++) {
+    c.dims[i] = dims[i];
+    c.box[i] = box[i];
+    c.element_strides[i] = element_strides[i];
+    if (i + 1 < rank) c.strides[i] = strides[i];
+  }
+  fake_last = c;
+  if ((uintptr_t)map % 64 != 0) fake_misaligned_maps++; /* the driver wants 64-byte alignment */
+  pthread_mutex_unlock(&fake_mutex);
+  if (fake_result != CUDA_SUCCESS) return fake_result;
+  map->opaque[0] = (uint64_t)(uintptr_t)address;
+  for (cuuint32_t i = 0; i < rank; i++) map->opaque[1 + i] = dims[i];
+  map->opaque[15] = (uint64_t)call;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_error_name(CUresult r, const char **name) {
+  *name = r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_SOMETHING";
+  return CUDA_SUCCESS;
+}
+
+static tilert_tmap_cache *fake_cache(void) {
+  tilert_tmap_cache *c = NULL;
+  cr_assert_eq(tilert_tmap_cache_create(&tilert_default_allocator, fake_encode, fake_error_name, &c), TILE_OK);
+  return c;
+}
+
+/* The map for t as argument index, which must succeed. */
+static void get_map(tilert_tmap_cache *c, const tile_kernel_info *info, int index, const tile_tensor *t,
+                    uint64_t map[16]) {
+  tile_status st = tilert_tmap_get(c, info, index, t, map);
+  cr_assert_eq(st, TILE_OK, "tilert_tmap_get: %s", tile_last_error());
+}
+
+Test(tensor_map, encoder_gets_reversed_dims_and_byte_strides) {
+  tile_kernel_info *info = parse_ok("tile-kernel 1\nname k\nwarps 4\nshared 0\n"
+                                    "param x desc f16 3 box 1 32 64 swizzle 128\nend\n");
+  tilert_tmap_cache *c = fake_cache();
+  tile_tensor t = {.ptr = 0x7f0000200000, .rank = 3, .shape = {8, 1000, 256}, .strides = {512000, 512, 1}};
+  uint64_t map[16];
+  get_map(c, info, 0, &t, map);
+  cr_expect_eq(fake_calls, 1);
+  encode_call e = fake_last;
+  cr_expect_eq(e.dtype, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  cr_expect_eq(e.rank, 3);
+  cr_expect_eq(e.address, 0x7f0000200000u);
+  cr_expect(e.dims[0] == 256 && e.dims[1] == 1000 && e.dims[2] == 8, "dims %llu %llu %llu",
+            (unsigned long long)e.dims[0], (unsigned long long)e.dims[1], (unsigned long long)e.dims[2]);
+  cr_expect(e.strides[0] == 1024 && e.strides[1] == 1024000, "strides %llu %llu", (unsigned long long)e.strides[0],
+            (unsigned long long)e.strides[1]);
+  cr_expect(e.box[0] == 64 && e.box[1] == 32 && e.box[2] == 1, "box %u %u %u", e.box[0], e.box[1], e.box[2]);
+  cr_expect(e.element_strides[0] == 1 && e.element_strides[1] == 1 && e.element_strides[2] == 1);
+  cr_expect_eq(e.interleave, CU_TENSOR_MAP_INTERLEAVE_NONE);
+  cr_expect_eq(e.swizzle, CU_TENSOR_MAP_SWIZZLE_128B);
+  cr_expect_eq(e.l2, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+  cr_expect_eq(e.oob, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  cr_expect(map[0] == 0x7f0000200000u && map[1] == 256 && map[3] == 8 && map[15] == 1,
+            "the encoded map was not copied");
+  cr_expect_eq(fake_misaligned_maps, 0);
+  tilert_tmap_cache_destroy(c);
+  tile_meta_free(info);
+}
+
+Test(tensor_map, rank_1_has_no_strides) {
+  tile_kernel_info *info = parse_ok("tile-kernel 1\nname k\nwarps 4\nshared 0\nparam x desc f32 1 box 128\nend\n");
+  tilert_tmap_cache *c = fake_cache();
+  tile_tensor t = {.ptr = 0x10000, .rank = 1, .shape = {5000}, .strides = {1}};
+  uint64_t map[16];
+  get_map(c, info, 0, &t, map);
+  cr_expect(fake_last.rank == 1 && fake_last.dims[0] == 5000 && fake_last.box[0] == 128);
+  cr_expect_eq(fake_last.swizzle, CU_TENSOR_MAP_SWIZZLE_NONE);
+  cr_expect_eq(fake_last.dtype, CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+  tilert_tmap_cache_destroy(c);
+  tile_meta_free(info);
+}
+
+Test(tensor_map, data_types_and_swizzles) {
+  static const struct {
+    const char *elem;
+    CUtensorMapDataType type;
+  } types[] = {{"u8", CU_TENSOR_MAP_DATA_TYPE_UINT8},        {"i8", CU_TENSOR_MAP_DATA_TYPE_UINT8},
+               {"f8e4m3", CU_TENSOR_MAP_DATA_TYPE_UINT8},    {"f8e5m2", CU_TENSOR_MAP_DATA_TYPE_UINT8},
+               {"u16", CU_TENSOR_MAP_DATA_TYPE_UINT16},      {"i16", CU_TENSOR_MAP_DATA_TYPE_UINT16},
+               {"f16", CU_TENSOR_MAP_DATA_TYPE_FLOAT16},     {"bf16", CU_TENSOR_MAP_DATA_TYPE_BFLOAT16},
+               {"f32", CU_TENSOR_MAP_DATA_TYPE_FLOAT32},     {"f64", CU_TENSOR_MAP_DATA_TYPE_FLOAT64},
+               {"i32", CU_TENSOR_MAP_DATA_TYPE_INT32},       {"u32", CU_TENSOR_MAP_DATA_TYPE_UINT32},
+               {"i64", CU_TENSOR_MAP_DATA_TYPE_INT64},       {"u64", CU_TENSOR_MAP_DATA_TYPE_UINT64}};
+  static const struct {
+    int bytes;
+    CUtensorMapSwizzle mode;
+  } swizzles[] = {{0, CU_TENSOR_MAP_SWIZZLE_NONE},
+                  {32, CU_TENSOR_MAP_SWIZZLE_32B},
+                  {64, CU_TENSOR_MAP_SWIZZLE_64B},
+                  {128, CU_TENSOR_MAP_SWIZZLE_128B}};
+  tile_tensor t = {.ptr = 0x10000, .rank = 2, .shape = {64, 64}, .strides = {64, 1}};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text,
+             "tile-kernel 1\nname k\nwarps 4\nshared 0\nparam x desc %s 2 box 8 16 swizzle %d\nend\n", types[i].elem,
+             swizzles[i % 4].bytes);
+    tile_kernel_info *info = parse_ok(text);
+    tilert_tmap_cache *c = fake_cache();
+    uint64_t map[16];
+    get_map(c, info, 0, &t, map);
+    cr_expect_eq(fake_last.dtype, types[i].type, "%s: data type %d", types[i].elem, (int)fake_last.dtype);
+    cr_expect_eq(fake_last.swizzle, swizzles[i % 4].mode, "swizzle %d: mode %d", swizzles[i % 4].bytes,
+                 (int)fake_last.swizzle);
+    cr_expect_eq(fake_last.strides[0], 64u * (cuuint64_t)info->params[0].elem_bytes, "%s: stride bytes",
+                 types[i].elem);
+    tilert_tmap_cache_destroy(c);
+    tile_meta_free(info);
+  }
+}
+
+/* The tests of the cache with gemm_meta: its info and a cache with the
+ * fake encoder, made before each test and freed after it. */
+static tile_kernel_info *gemm_info;
+static tilert_tmap_cache *gemm_cache;
+
+static void gemm_cache_setup(void) {
+  gemm_info = parse_ok(gemm_meta);
+  gemm_cache = fake_cache();
+}
+
+static void gemm_cache_teardown(void) {
+  tilert_tmap_cache_destroy(gemm_cache);
+  tile_meta_free(gemm_info);
+}
+
+Test(tensor_map, hits_do_not_reencode, .init = gemm_cache_setup, .fini = gemm_cache_teardown) {
+  tile_tensor a = matrix_a();
+  uint64_t first[16], again[16];
+  get_map(gemm_cache, gemm_info, 1, &a, first);
+  for (int i = 0; i < 100; i++) get_map(gemm_cache, gemm_info, 1, &a, again);
+  cr_expect_eq(fake_calls, 1, "a repeated tensor was encoded %d times", fake_calls);
+  cr_expect(memcmp(first, again, sizeof first) == 0, "the cached map differs from the encoded one");
+  tile_tensor copy = a; /* the key is the value, not the tile_tensor's address */
+  get_map(gemm_cache, gemm_info, 1, &copy, again);
+  cr_expect_eq(fake_calls, 1);
+}
+
+Test(tensor_map, different_tensors_reencode, .init = gemm_cache_setup, .fini = gemm_cache_teardown) {
+  uint64_t map[16];
+  tile_tensor a = matrix_a();
+  get_map(gemm_cache, gemm_info, 1, &a, map);
+  tile_tensor other_ptr = a, other_shape = a, other_stride = a;
+  other_ptr.ptr += 4096;
+  other_shape.shape[0] = 999;
+  other_stride.strides[0] = 4104;
+  get_map(gemm_cache, gemm_info, 1, &other_ptr, map);
+  cr_expect_eq(fake_calls, 2, "a new pointer must be encoded");
+  cr_expect_eq(map[0], other_ptr.ptr);
+  get_map(gemm_cache, gemm_info, 1, &other_shape, map);
+  cr_expect_eq(fake_calls, 3, "a new shape must be encoded");
+  cr_expect_eq(map[2], 999u, "dims[1] (dimension 0) of the new map");
+  get_map(gemm_cache, gemm_info, 1, &other_stride, map);
+  cr_expect_eq(fake_calls, 4, "new strides must be encoded");
+  cr_expect_eq(fake_last.strides[0], 8208u);
+  /* the same tensor for another parameter is another map (another box) */
+  tile_kernel_info *two = parse_ok("tile-kernel 1\nname k\nwarps 4\nshared 0\nparam x desc bf16 2 box 64 64 "
+                                   "swizzle 128\nparam y desc bf16 2 box 128 64 swizzle 128\nend\n");
+  tilert_tmap_cache *c2 = fake_cache();
+  get_map(c2, two, 0, &a, map);
+  get_map(c2, two, 1, &a, map);
+  cr_expect_eq(fake_calls, 6);
+  cr_expect_eq(fake_last.box[1], 128u);
+  get_map(c2, two, 0, &a, map);
+  get_map(c2, two, 1, &a, map);
+  cr_expect_eq(fake_calls, 6, "both maps should be cached");
+  /* every earlier tensor is still cached */
+  get_map(gemm_cache, gemm_info, 1, &a, map);
+  get_map(gemm_cache, gemm_info, 1, &other_ptr, map);
+  get_map(gemm_cache, gemm_info, 1, &other_shape, map);
+  get_map(gemm_cache, gemm_info, 1, &other_stride, map);
+  cr_expect_eq(fake_calls, 6);
+  tilert_tmap_cache_destroy(c2);
+  tile_meta_free(two);
+}
+
+Test(tensor_map, least_recently_used_is_evicted, .init = gemm_cache_setup, .fini = gemm_cache_teardown) {
+  uint64_t map[16];
+  tile_tensor t[TILE_TMAP_CACHE_ENTRIES + 1];
+  for (int i = 0; i <= TILE_TMAP_CACHE_ENTRIES; i++) {
+    t[i] = matrix_a();
+    t[i].ptr += (uint64_t)i * 0x100000;
+  }
+  for (int i = 0; i < TILE_TMAP_CACHE_ENTRIES; i++) get_map(gemm_cache, gemm_info, 1, &t[i], map);
+  cr_expect_eq(fake_calls, TILE_TMAP_CACHE_ENTRIES);
+  /* t[0] is now the oldest */
+  for (int i = 1; i < TILE_TMAP_CACHE_ENTRIES; i++) get_map(gemm_cache, gemm_info, 1, &t[i], map);
+  cr_expect_eq(fake_calls, TILE_TMAP_CACHE_ENTRIES, "a full table should still hit");
+  get_map(gemm_cache, gemm_info, 1, &t[TILE_TMAP_CACHE_ENTRIES], map); /* evicts t[0] */
+  cr_expect_eq(fake_calls, TILE_TMAP_CACHE_ENTRIES + 1);
+  for (int i = 1; i <= TILE_TMAP_CACHE_ENTRIES; i++) get_map(gemm_cache, gemm_info, 1, &t[i], map);
+  cr_expect_eq(fake_calls, TILE_TMAP_CACHE_ENTRIES + 1, "only the least recently used map should go");
+  get_map(gemm_cache, gemm_info, 1, &t[0], map); /* re-encoded, evicting t[1] */
+  cr_expect_eq(fake_calls, TILE_TMAP_CACHE_ENTRIES + 2, "the evicted tensor must be encoded again");
+  cr_expect_eq(map[0], t[0].ptr);
+  get_map(gemm_cache, gemm_info, 1, &t[1], map);
+  cr_expect_eq(fake_calls, TILE_TMAP_CACHE_ENTRIES + 3);
+}
+
+Test(tensor_map, encoder_error_names_every_value, .init = gemm_cache_setup, .fini = gemm_cache_teardown) {
+  fake_result = CUDA_ERROR_INVALID_VALUE;
+  tile_tensor a = matrix_a();
+  uint64_t map[16];
+  cr_expect_eq(tilert_tmap_get(gemm_cache, gemm_info, 1, &a, map), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_str_eq(tile_last_error(),
+                   "argument 1 'a' of kernel 'gemm': cuTensorMapEncodeTiled failed with CUDA_ERROR_INVALID_VALUE (1): "
+                   "data type BFLOAT16, rank 2, address 0x7f0000000000, dims [4096, 1000], strides [8192] bytes, box "
+                   "[64, 64], element strides [1, 1], interleave NONE, swizzle 128B, L2 promotion 128B, OOB fill NONE "
+                   "(arrays innermost dimension first)");
+  cr_expect_eq(tilert_tmap_get(gemm_cache, gemm_info, 1, &a, map), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_eq(fake_calls, 2, "a failed encode must not be cached");
+  fake_result = CUDA_SUCCESS;
+  get_map(gemm_cache, gemm_info, 1, &a, map);
+  get_map(gemm_cache, gemm_info, 1, &a, map);
+  cr_expect_eq(fake_calls, 3);
+}
+
+Test(tensor_map, driver_without_an_encoder) {
+  tile_kernel_info *info = parse_ok(gemm_meta);
+  tilert_tmap_cache *c = NULL;
+  cr_assert_eq(tilert_tmap_cache_create(&tilert_default_allocator, NULL, NULL, &c), TILE_OK);
+  tile_tensor a = matrix_a();
+  uint64_t map[16];
+  cr_expect_eq(tilert_tmap_get(c, info, 1, &a, map), TILE_ERROR_UNSUPPORTED);
+  expect_contains(tile_last_error(), "argument 1 'a' of kernel 'gemm': this CUDA driver has no cuTensorMapEncodeTiled");
+  tilert_tmap_cache_destroy(c);
+  tilert_tmap_cache_destroy(NULL);
+  cr_expect(tilert_has_desc_params(info));
+  tile_kernel_info *plain = parse_ok(softmax_meta);
+  cr_expect_not(tilert_has_desc_params(plain));
+  tile_meta_free(plain);
+  tile_meta_free(info);
+}
+
+Test(tensor_map, packed_into_the_64_byte_slot) {
+  tile_kernel_info *info = parse_ok("tile-kernel 1\nname k\nwarps 4\nshared 0\nparam n i32\n"
+                                    "param a desc bf16 2 box 64 64 swizzle 128\nparam x f32\n"
+                                    "param b desc bf16 2 box 64 64 swizzle 128\nend\n");
+  tilert_param_slot slots[4];
+  cr_assert_eq(tilert_layout_params(info, slots), TILE_OK);
+  cr_expect(slots[0].offset == 0 && slots[1].offset == 64 && slots[2].offset == 192 && slots[3].offset == 256,
+            "offsets %u %u %u %u", slots[0].offset, slots[1].offset, slots[2].offset, slots[3].offset);
+  cr_expect_eq(slots[1].size, TILE_DESC_BYTES);
+  tilert_tmap_cache *c = fake_cache();
+  _Alignas(TILE_DESC_ALIGN) unsigned char buf[TILE_MAX_PARAM_BYTES];
+  void *params[4];
+  memset(buf, 0xee, sizeof buf);
+  tile_tensor a = matrix_a();
+  _Alignas(64) uint64_t encoded_b[16];
+  for (int i = 0; i < 16; i++) encoded_b[i] = 0xb0b0b0b000000000u + (uint64_t)i;
+  tile_arg args[] = {tile_arg_i32(7), tile_arg_tensor(&a), tile_arg_f32(2.5f), tile_arg_desc(encoded_b)};
+  cr_assert_eq(tilert_pack_args(info, slots, c, args, buf, params), TILE_OK, "%s", tile_last_error());
+  cr_expect(params[0] == buf && params[1] == buf + 64 && params[2] == buf + 192 && params[3] == buf + 256);
+  cr_expect_eq((uintptr_t)params[1] % 64, 0u);
+  uint64_t map[16];
+  memcpy(map, buf + 64, sizeof map);
+  cr_expect(map[0] == a.ptr && map[1] == 4096 && map[2] == 1000 && map[15] == 1, "the encoded map is not in the slot");
+  cr_expect(memcmp(buf + 256, encoded_b, sizeof encoded_b) == 0, "the pre-encoded map is not in its slot");
+  int32_t n;
+  float x;
+  memcpy(&n, buf, 4);
+  memcpy(&x, buf + 192, 4);
+  cr_expect(n == 7 && x == 2.5f);
+  /* a second launch hits the cache and packs the same bytes */
+  unsigned char again[TILE_MAX_PARAM_BYTES] __attribute__((aligned(64)));
+  cr_assert_eq(tilert_pack_args(info, slots, c, args, again, params), TILE_OK);
+  cr_expect(memcmp(again + 64, buf + 64, TILE_DESC_BYTES) == 0);
+  cr_expect_eq(fake_calls, 1);
+  /* an encoder failure fails the packing */
+  tile_tensor other = a;
+  other.ptr += 16;
+  args[1] = tile_arg_tensor(&other);
+  fake_result = CUDA_ERROR_INVALID_VALUE;
+  cr_expect_eq(tilert_pack_args(info, slots, c, args, again, params), TILE_ERROR_INVALID_ARGUMENT);
+  expect_contains(tile_last_error(), "argument 1 'a' of kernel 'k': cuTensorMapEncodeTiled failed");
+  tilert_tmap_cache_destroy(c);
+  tile_meta_free(info);
+}
+
+/* Threads of the concurrency test, tensors each one cycles through, and
+ * lookups per thread. */
+#define TMAP_THREADS 8
+#define TMAP_THREAD_TENSORS 6
+#define TMAP_THREAD_LOOKUPS 2000
+
+typedef struct tmap_job {
+  tilert_tmap_cache *cache;
+  const tile_kernel_info *info;
+  int wrong;
+} tmap_job;
+
+static void *tmap_thread(void *arg) {
+  tmap_job *job = arg;
+  for (int i = 0; i < TMAP_THREAD_LOOKUPS; i++) {
+    tile_tensor t = matrix_a();
+    t.ptr += (uint64_t)(i % TMAP_THREAD_TENSORS) * 0x1000;
+    t.shape[0] = 100 + i % TMAP_THREAD_TENSORS;
+    uint64_t map[16];
+    if (tilert_tmap_get(job->cache, job->info, 1, &t, map) != TILE_OK || map[0] != t.ptr ||
+        map[2] != (uint64_t)t.shape[0])
+      job->wrong++;
+  }
+  return NULL;
+}
+
+Test(tensor_map, threads_share_one_cache, .init = gemm_cache_setup, .fini = gemm_cache_teardown) {
+  pthread_t threads[TMAP_THREADS];
+  tmap_job jobs[TMAP_THREADS];
+  for (int i = 0; i < TMAP_THREADS; i++) {
+    jobs[i] = (tmap_job){gemm_cache, gemm_info, 0};
+    cr_assert_eq(pthread_create(&threads[i], NULL, tmap_thread, &jobs[i]), 0);
+  }
+  int wrong = 0;
+  for (int i = 0; i < TMAP_THREADS; i++) {
+    pthread_join(threads[i], NULL);
+    wrong += jobs[i].wrong;
+  }
+  cr_expect_eq(wrong, 0, "%d lookups returned a wrong map", wrong);
+  /* each tensor is encoded at least once, and at most once per thread
+   * (threads that miss together each encode it) */
+  cr_expect(fake_calls >= TMAP_THREAD_TENSORS && fake_calls <= TMAP_THREADS * TMAP_THREAD_TENSORS, "%d encodes",
+            fake_calls);
 }
 
 /* ---- half-precision packing -------------------------------------------- */

@@ -1,0 +1,204 @@
+/* lower_shared.c - shared-memory buffers of the lowered IR: allocation
+ * (an address: the allocator placed it), ring slots, stores of register
+ * tiles into swizzled tiles and loads back, cp.async copies from global
+ * memory, and the proxy fence.
+ *
+ * Addresses: the byte offset of an element in a shared tile is a linear
+ * map of its flat index (layout/smem.h), and so is the flat index of a
+ * register of a layout; the offset of register r of a thread is then
+ * offset(thread part) XOR offset(register part). The thread part is
+ * computed once per (register layout, shared layout) in the kernel's entry
+ * block; the register part is a constant, which LLVM folds into the
+ * address when the two touch different bits. Registers that land on
+ * consecutive bytes (up to 16) move as one vector.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+/* Widest shared-memory access and cp.async copy. */
+#define VECTOR_BYTES 16
+#define CP_ASYNC_MIN_BYTES 4
+
+LBuf *get_buf(Lower *L, const Value *v) {
+  LBuf *b = ptrmap_get(&L->bufs, v);
+  if (!b) lower_error(L, v->def, "internal: shared buffer used before it is allocated");
+  return b;
+}
+
+LLVMValueRef smem_addr32(Lower *L, LLVMValueRef ptr) { return LLVMBuildPtrToInt(L->b, ptr, L->t_i32, ""); }
+
+static bool tile_layout(LBuf *b, TType t, int swizzle) {
+  return smem_layout(t.rank, t.shape, scalar_bytes((ScalarKind)t.pointee), swizzle, &b->layout);
+}
+
+void lower_smem_alloc(Lower *L, const Op *op) {
+  TType t = op->results[0].type;
+  LBuf *b = ARENA_NEW(&L->arena, LBuf);
+  b->ptr = smem_ptr(L, const_i32(L, op->attr[0]));
+  bool ok = op->attr[2] ? tile_layout(b, type_smem((ScalarKind)t.pointee, t.rank - 1, t.shape + 1), (int)op->attr[1])
+                        : tile_layout(b, t, (int)op->attr[1]);
+  if (!ok) {
+    lower_error(L, op, "internal: no shared layout for this buffer");
+    return;
+  }
+  ptrmap_put(&L->bufs, &op->results[0], b);
+}
+
+void lower_smem_index(Lower *L, const Op *op) {
+  LBuf *ring = get_buf(L, op->operands[0]);
+  LTile *i = get_fixed(L, op->operands[1]);
+  if (!ring || !i) return;
+  LBuf *b = ARENA_NEW(&L->arena, LBuf);
+  b->layout = ring->layout;
+  LLVMValueRef off = LLVMBuildMul(L->b, i->regs[0], const_i32(L, ring->layout.bytes), "");
+  b->ptr = LLVMBuildGEP2(L->b, L->t_i8, ring->ptr, &off, 1, "slot");
+  ptrmap_put(&L->bufs, &op->results[0], b);
+}
+
+/* ---- register tiles <-> shared tiles ---- */
+
+typedef struct ThreadOffset {
+  LLVMValueRef off;   /* i32: this thread's part of the byte offset */
+  uint32_t bits;      /* bits it can have */
+} ThreadOffset;
+
+/* XOR of the offsets of the lane and warp bases of this thread (entry block). */
+static ThreadOffset thread_offset(Lower *L, const Layout *l, const SmemLayout *sl) {
+  LLVMBuilderRef b = L->entry_b;
+  ThreadOffset t = {const_i32(L, 0), 0};
+  const uint32_t *bases[2] = {l->lane, l->warp};
+  int counts[2] = {l->nlane, l->nwarp};
+  LLVMValueRef ids[2] = {L->lane, L->warp};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < counts[k]; i++) {
+      uint32_t o = smem_offset(sl, bases[k][i]);
+      if (!o) continue;
+      LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, ids[k], const_i32(L, i), ""), const_i32(L, 1), "");
+      t.off = LLVMBuildXor(b, t.off, LLVMBuildMul(b, bit, const_i32(L, (int64_t)o), ""), "");
+      t.bits |= o;
+    }
+  return t;
+}
+
+/* Registers moved together: the leading register bases must land on
+ * consecutive bytes and nothing else may touch the bytes inside. */
+static bool touches_low_bytes(const uint32_t *bases, int n, const SmemLayout *sl, uint32_t low) {
+  for (int i = 0; i < n; i++)
+    if (smem_offset(sl, bases[i]) & low) return true;
+  return false;
+}
+
+static int vector_regs(const Layout *l, const SmemLayout *sl, int eb) {
+  int v = 1, j = 0;
+  while (j < l->nreg && v * 2 * eb <= VECTOR_BYTES && smem_offset(sl, l->reg[j]) == (uint32_t)(eb * v)) {
+    v *= 2;
+    j++;
+  }
+  for (; v > 1; v /= 2, j--) {
+    uint32_t low = (uint32_t)(v * eb) - 1;
+    if (!touches_low_bytes(l->reg + j, l->nreg - j, sl, low) && !touches_low_bytes(l->lane, l->nlane, sl, low) &&
+        !touches_low_bytes(l->warp, l->nwarp, sl, low))
+      break;
+  }
+  return v;
+}
+
+/* Pointer to the register group starting at register r. */
+static LLVMValueRef reg_ptr(Lower *L, const LBuf *b, const Layout *l, ThreadOffset t, int r) {
+  uint32_t c = smem_offset(&b->layout, layout_apply(l, (uint32_t)r, 0, 0));
+  LLVMValueRef off = (c & t.bits) ? LLVMBuildXor(L->b, t.off, const_i32(L, c), "")
+                                  : LLVMBuildNUWAdd(L->b, t.off, const_i32(L, c), "");
+  return LLVMBuildGEP2(L->b, L->t_i8, b->ptr, &off, 1, "");
+}
+
+static void write_tile(Lower *L, const LBuf *b, const LTile *t, ScalarKind k) {
+  int eb = scalar_bytes(k);
+  ThreadOffset to = thread_offset(L, t->layout, &b->layout);
+  int v = vector_regs(t->layout, &b->layout, eb);
+  LLVMTypeRef et = llvm_mem_type(L, k);
+  for (int r = 0; r < t->nregs; r += v) {
+    LLVMValueRef p = reg_ptr(L, b, t->layout, to, r), val;
+    if (v == 1) {
+      val = k == SK_I1 ? LLVMBuildZExt(L->b, t->regs[r], L->t_i8, "") : t->regs[r];
+    } else {
+      val = LLVMGetUndef(LLVMVectorType(et, (unsigned)v));
+      for (int i = 0; i < v; i++) val = LLVMBuildInsertElement(L->b, val, t->regs[r + i], const_i32(L, i), "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(L->b, val, p), (unsigned)(v * eb));
+  }
+}
+
+static LTile *read_tile(Lower *L, const LBuf *b, const Layout *l, ScalarKind k) {
+  int eb = scalar_bytes(k);
+  LTile *t = lt_new(L, l);
+  ThreadOffset to = thread_offset(L, l, &b->layout);
+  int v = vector_regs(l, &b->layout, eb);
+  LLVMTypeRef et = llvm_mem_type(L, k);
+  for (int r = 0; r < t->nregs; r += v) {
+    LLVMValueRef p = reg_ptr(L, b, l, to, r);
+    LLVMValueRef x = LLVMBuildLoad2(L->b, v == 1 ? et : LLVMVectorType(et, (unsigned)v), p, "");
+    LLVMSetAlignment(x, (unsigned)(v * eb));
+    if (v == 1) {
+      t->regs[r] = k == SK_I1 ? LLVMBuildTrunc(L->b, x, L->t_i1, "") : x;
+      continue;
+    }
+    for (int i = 0; i < v; i++) t->regs[r + i] = LLVMBuildExtractElement(L->b, x, const_i32(L, i), "");
+  }
+  return t;
+}
+
+void lower_smem_store(Lower *L, const Op *op) {
+  LBuf *b = get_buf(L, op->operands[0]);
+  const Value *v = op->operands[1];
+  LTile *t = b ? get_fixed(L, v) : NULL;
+  if (t) write_tile(L, b, t, (ScalarKind)v->type.kind);
+}
+
+LTile *lower_smem_load(Lower *L, const Op *op, const Layout *l) {
+  LBuf *b = get_buf(L, op->operands[0]);
+  return b ? read_tile(L, b, l, (ScalarKind)op->results[0].type.kind) : NULL;
+}
+
+/* ---- cp.async ---- */
+
+void lower_async_copy(Lower *L, const Op *op) {
+  LBuf *b = get_buf(L, op->operands[0]);
+  const Value *pv = op->operands[1], *mv = op->noperands > 2 ? op->operands[2] : NULL;
+  const Layout *l = layouts_canonical(L->layouts, pv->type.rank, pv->type.shape);
+  LTile *p = b ? get_tile(L, pv, l) : NULL, *m = mv && p ? get_tile(L, mv, l) : NULL;
+  if (!p || (mv && !m)) return;
+  ScalarKind k = (ScalarKind)pv->type.pointee;
+  int eb = scalar_bytes(k);
+  int v = vector_regs(l, &b->layout, eb);
+  int w = axis_vector_width(L->axes, pv, mv, v);
+  if (w > v) w = v;
+  if (w * eb < CP_ASYNC_MIN_BYTES) {
+    lower_error(L, op, "internal: cp.async pieces of %d bytes", w * eb);
+    return;
+  }
+  int bytes = w * eb;
+  char text[96];
+  snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == VECTOR_BYTES ? "cg" : "ca", bytes);
+  ThreadOffset to = thread_offset(L, l, &b->layout);
+  for (int r = 0; r < p->nregs; r += w) {
+    LLVMValueRef dst = smem_addr32(L, reg_ptr(L, b, l, to, r));
+    LLVMValueRef size = const_i32(L, bytes);
+    if (m) size = LLVMBuildSelect(L->b, m->regs[r], size, const_i32(L, 0), "");
+    LLVMValueRef args[3] = {dst, p->regs[r], size};
+    llvm_asm(L, text, "r,l,r,~{memory}", L->t_void, args, 3, true);
+  }
+}
+
+void lower_async_commit(Lower *L) { llvm_asm(L, "cp.async.commit_group;", "~{memory}", L->t_void, NULL, 0, true); }
+
+void lower_async_wait(Lower *L, const Op *op) {
+  char text[64];
+  snprintf(text, sizeof text, "cp.async.wait_group %d;", (int)op->attr[0]);
+  llvm_asm(L, text, "~{memory}", L->t_void, NULL, 0, true);
+}
+
+void lower_fence_async(Lower *L) {
+  llvm_asm(L, "fence.proxy.async.shared::cta;", "~{memory}", L->t_void, NULL, 0, true);
+}

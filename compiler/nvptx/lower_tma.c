@@ -1,0 +1,332 @@
+/* lower_tma.c - mbarriers and TMA copies (cp.async.bulk.tensor).
+ *
+ * mbarriers (HOPPER-FACTS.md section 9) are initialized once, by thread
+ * 0, when the kernel starts (the allocations are the first ops of the
+ * lowered IR), then `fence.mbarrier_init` and a barrier make them visible.
+ * A wait spins on `mbarrier.try_wait.parity`. The parity it waits for is
+ * the thread's count of the phases it has already waited for on that
+ * barrier: one 32-bit tracker per mbarrier array, one bit per barrier,
+ * kept in an alloca that LLVM turns into registers. Barriers that say "a
+ * slot is free" start with their bits set, so the first wait on each
+ * passes at once (the phase before the first counts as complete).
+ *
+ * With GpuOptions.debug_barriers every wait reads %globaltimer and, after
+ * GPU_DEBUG_WAIT_NS, prints the kernel, barrier, index, parity, program
+ * and thread, and traps instead of hanging.
+ *
+ * TMA copies move one box each (the descriptor's box, schedule.c); a tile
+ * of several boxes lands box by box in the blocks of its shared layout
+ * (layout/smem.h): boxes along the last dimension in consecutive atom
+ * blocks, boxes along the first one in consecutive rows. Coordinates go
+ * innermost first. One thread (tid 0) issues every copy.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+#define MBAR_BYTES 8
+/* How long a debug-mode wait spins before it gives up (ns): far longer
+ * than any wait of a working kernel, short enough for a test. */
+#define GPU_DEBUG_WAIT_NS 2000000000ull
+/* A tracker holds one parity bit per barrier of an array. */
+#define TRACKER_BITS 32
+
+typedef struct MbarInfo {
+  LLVMValueRef tracker; /* alloca i32 */
+  int index_in_kernel;  /* for messages */
+} MbarInfo;
+
+static LLVMValueRef mbar_addr(Lower *L, const Value *bars, LLVMValueRef index) {
+  LBuf *b = get_buf(L, bars);
+  if (!b) return NULL;
+  LLVMValueRef off = LLVMBuildMul(L->b, index, const_i32(L, MBAR_BYTES), "");
+  return smem_addr32(L, LLVMBuildGEP2(L->b, L->t_i8, b->ptr, &off, 1, ""));
+}
+
+/* ---- allocation and initialization ---- */
+
+typedef struct InitCtx {
+  LLVMValueRef ptr;
+  int n, count;
+} InitCtx;
+
+static void init_barriers(Lower *L, void *p) {
+  InitCtx *c = p;
+  for (int i = 0; i < c->n; i++) {
+    LLVMValueRef off = const_i32(L, i * MBAR_BYTES);
+    LLVMValueRef args[2] = {smem_addr32(L, LLVMBuildGEP2(L->b, L->t_i8, c->ptr, &off, 1, "")), const_i32(L, c->count)};
+    llvm_asm(L, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", L->t_void, args, 2, true);
+  }
+}
+
+void lower_mbar_alloc(Lower *L, const Op *op) {
+  TType t = op->results[0].type;
+  if (t.shape[0] > TRACKER_BITS) {
+    lower_error(L, op, "internal: more than %d mbarriers in one array", TRACKER_BITS);
+    return;
+  }
+  LBuf *b = ARENA_NEW(&L->arena, LBuf);
+  memset(b, 0, sizeof *b);
+  b->ptr = smem_ptr(L, const_i32(L, op->attr[0]));
+  ptrmap_put(&L->bufs, &op->results[0], b);
+  MbarInfo *mi = ARENA_NEW(&L->arena, MbarInfo);
+  mi->tracker = LLVMBuildAlloca(L->entry_b, L->t_i32, "phases");
+  LLVMBuildStore(L->entry_b, const_i32(L, op->attr[2] ? -1 : 0), mi->tracker);
+  mi->index_in_kernel = (int)op->scratch;
+  ptrmap_put(&L->trackers, op, mi);
+  InitCtx c = {b->ptr, t.shape[0], (int)op->attr[1]};
+  guarded(L, is_elected(L), init_barriers, &c);
+  L->mbar_inits = true;
+}
+
+void lower_mbar_init_done(Lower *L) {
+  L->mbar_inits = false;
+  llvm_asm(L, "fence.mbarrier_init.release.cluster;", "~{memory}", L->t_void, NULL, 0, true);
+  barrier(L);
+}
+
+/* ---- arrivals ---- */
+
+typedef struct ArriveCtx {
+  LLVMValueRef addr;
+  int64_t bytes;
+} ArriveCtx;
+
+static void expect_tx(Lower *L, void *p) {
+  ArriveCtx *c = p;
+  LLVMValueRef args[2] = {c->addr, const_i32(L, c->bytes)};
+  llvm_asm(L, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", L->t_void, args, 2, true);
+}
+
+static void arrive(Lower *L, void *p) {
+  ArriveCtx *c = p;
+  llvm_asm(L, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", L->t_void, &c->addr, 1, true);
+}
+
+void lower_mbar_expect(Lower *L, const Op *op) {
+  LTile *i = get_fixed(L, op->operands[1]);
+  LLVMValueRef addr = i ? mbar_addr(L, op->operands[0], i->regs[0]) : NULL;
+  if (!addr) return;
+  /* The broken protocol of the debug-mode test: more bytes than arrive. */
+  ArriveCtx c = {addr, op->attr[0] + (L->opt->break_barriers ? SMEM_CHUNK_BYTES : 0)};
+  guarded(L, is_elected(L), expect_tx, &c);
+}
+
+void lower_mbar_arrive(Lower *L, const Op *op) {
+  LTile *i = get_fixed(L, op->operands[1]);
+  LLVMValueRef addr = i ? mbar_addr(L, op->operands[0], i->regs[0]) : NULL;
+  if (!addr) return;
+  ArriveCtx c = {addr, 0};
+  /* one thread of each warpgroup: its first */
+  LLVMValueRef first = LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, L->tid, const_i32(L, 127), ""), const_i32(L, 0), "");
+  guarded(L, first, arrive, &c);
+}
+
+/* ---- waits ---- */
+
+typedef struct WaitCtx {
+  const Op *op;
+  LLVMValueRef addr, parity;
+  MbarInfo *mi;
+} WaitCtx;
+
+static LLVMValueRef global_timer(Lower *L) {
+  return llvm_asm(L, "mov.u64 $0, %globaltimer;", "=l", L->t_i64, NULL, 0, true);
+}
+
+/* The debug-mode message and trap. */
+static void report_timeout(Lower *L, void *p) {
+  WaitCtx *c = p;
+  char fmt[512];
+  snprintf(fmt, sizeof fmt,
+           "tile: mbarrier wait timed out after %llu ns: kernel '%s', barrier array %d (shared offset %lld), index %%d, "
+           "parity %%d, program (%%d, %%d, %%d), thread %%d\n",
+           (unsigned long long)GPU_DEBUG_WAIT_NS, L->f->name, c->mi->index_in_kernel,
+           (long long)c->op->operands[0]->def->attr[0]);
+  LLVMValueRef str = LLVMBuildGlobalStringPtr(L->b, fmt, "tile_timeout_fmt");
+  LLVMValueRef vals[6];
+  vals[0] = LLVMBuildUDiv(L->b, LLVMBuildSub(L->b, c->addr, smem_addr32(L, get_buf(L, c->op->operands[0])->ptr), ""),
+                          const_i32(L, MBAR_BYTES), "");
+  vals[1] = c->parity;
+  vals[2] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.x", L->t_i32, NULL, 0);
+  vals[3] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.y", L->t_i32, NULL, 0);
+  vals[4] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.z", L->t_i32, NULL, 0);
+  vals[5] = L->tid;
+  LLVMTypeRef fields[6] = {L->t_i32, L->t_i32, L->t_i32, L->t_i32, L->t_i32, L->t_i32};
+  LLVMTypeRef st = LLVMStructTypeInContext(L->ctx, fields, 6, 0);
+  LLVMValueRef buf = LLVMBuildAlloca(L->entry_b, st, "printf_args");
+  for (int i = 0; i < 6; i++) LLVMBuildStore(L->b, vals[i], LLVMBuildStructGEP2(L->b, st, buf, (unsigned)i, ""));
+  LLVMTypeRef gptr = LLVMPointerTypeInContext(L->ctx, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(L->mod, "vprintf");
+  LLVMTypeRef pt[2] = {gptr, gptr};
+  LLVMTypeRef fty = LLVMFunctionType(L->t_i32, pt, 2, 0);
+  if (!fn) fn = LLVMAddFunction(L->mod, "vprintf", fty);
+  LLVMValueRef args[2] = {LLVMBuildAddrSpaceCast(L->b, str, gptr, ""), LLVMBuildAddrSpaceCast(L->b, buf, gptr, "")};
+  LLVMBuildCall2(L->b, fty, fn, args, 2, "");
+  call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
+}
+
+static void spin(Lower *L, void *p) {
+  WaitCtx *c = p;
+  LLVMValueRef start = L->opt->debug_barriers ? global_timer(L) : NULL;
+  LLVMBasicBlockRef loop = new_block(L, "mbar.wait"), done = new_block(L, "mbar.done");
+  LLVMBuildBr(L->b, loop);
+  LLVMPositionBuilderAtEnd(L->b, loop);
+  LLVMValueRef args[2] = {c->addr, c->parity};
+  LLVMValueRef ok = llvm_asm(L,
+                             "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}",
+                             "=r,r,r,~{memory}", L->t_i32, args, 2, true);
+  LLVMValueRef ready = LLVMBuildICmp(L->b, LLVMIntNE, ok, const_i32(L, 0), "");
+  if (!start) {
+    LLVMBuildCondBr(L->b, ready, done, loop);
+  } else {
+    LLVMBasicBlockRef check = new_block(L, "mbar.check");
+    LLVMBuildCondBr(L->b, ready, done, check);
+    LLVMPositionBuilderAtEnd(L->b, check);
+    LLVMValueRef waited = LLVMBuildSub(L->b, global_timer(L), start, "");
+    LLVMValueRef late = LLVMBuildICmp(L->b, LLVMIntUGT, waited, LLVMConstInt(L->t_i64, GPU_DEBUG_WAIT_NS, 0), "");
+    LLVMValueRef lane0 = LLVMBuildICmp(L->b, LLVMIntEQ, L->lane, const_i32(L, 0), "");
+    LLVMBasicBlockRef fail = new_block(L, "mbar.timeout"), again = new_block(L, "mbar.again");
+    LLVMBuildCondBr(L->b, late, fail, again);
+    LLVMPositionBuilderAtEnd(L->b, fail);
+    guarded(L, lane0, report_timeout, c);
+    call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
+    LLVMBuildBr(L->b, again);
+    LLVMPositionBuilderAtEnd(L->b, again);
+    LLVMBuildBr(L->b, loop);
+  }
+  LLVMPositionBuilderAtEnd(L->b, done);
+}
+
+void lower_mbar_wait(Lower *L, const Op *op) {
+  LTile *i = get_fixed(L, op->operands[1]);
+  const Op *alloc = op->operands[0]->def;
+  MbarInfo *mi = alloc ? ptrmap_get(&L->trackers, alloc) : NULL;
+  LLVMValueRef addr = i && mi ? mbar_addr(L, op->operands[0], i->regs[0]) : NULL;
+  if (!addr) {
+    if (!L->failed) lower_error(L, op, "internal: wait on an unknown mbarrier");
+    return;
+  }
+  LLVMValueRef bits = LLVMBuildLoad2(L->b, L->t_i32, mi->tracker, "");
+  LLVMValueRef parity = LLVMBuildAnd(L->b, LLVMBuildLShr(L->b, bits, i->regs[0], ""), const_i32(L, 1), "parity");
+  WaitCtx c = {op, addr, parity, mi};
+  if (op->attr[0])
+    guarded(L, is_elected(L), spin, &c);
+  else
+    spin(L, &c);
+  /* This thread now waits for the next phase of that barrier. Threads
+   * that did not wait (elected waits) keep their bits; they never wait on
+   * this array. */
+  LLVMValueRef flipped = LLVMBuildXor(L->b, bits, LLVMBuildShl(L->b, const_i32(L, 1), i->regs[0], ""), "");
+  if (op->attr[0]) flipped = LLVMBuildSelect(L->b, is_elected(L), flipped, bits, "");
+  LLVMBuildStore(L->b, flipped, mi->tracker);
+}
+
+/* ---- TMA ---- */
+
+typedef struct TmaCtx {
+  const Op *op;
+  LBuf *buf;
+  LLVMValueRef map;   /* i64 generic address of the CUtensorMap */
+  LLVMValueRef bar;   /* i32 shared address, loads */
+  LLVMValueRef coords[TILE_MAX_RANK];
+  const DescBox *box;
+  int rank;
+  bool store;
+} TmaCtx;
+
+static void issue_boxes(Lower *L, void *p) {
+  TmaCtx *c = p;
+  const DescBox *db = c->box;
+  TType t = c->op->operands[c->store ? 1 : 0]->type;
+  int R = c->rank;
+  int nj = t.shape[R - 1] / db->box[R - 1], nk = R > 1 ? t.shape[0] / db->box[0] : 1;
+  int row_bytes = c->buf->layout.swizzle ? c->buf->layout.swizzle : db->box[R - 1] * db->elem_bytes;
+  int64_t rows_per_d0 = 1;
+  for (int d = 1; d + 1 < R; d++) rows_per_d0 *= t.shape[d];
+  char text[320];
+  size_t n = 0;
+  if (c->store)
+    n += (size_t)snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", R);
+  else
+    n += (size_t)snprintf(text, sizeof text,
+                          "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", R);
+  int first = c->store ? 2 : 3;
+  for (int d = 0; d < R; d++) n += (size_t)snprintf(text + n, sizeof text - n, d ? ", $%d" : "$%d", first + d);
+  if (c->store)
+    snprintf(text + n, sizeof text - n, "}], [$1];");
+  else
+    snprintf(text + n, sizeof text - n, "}], [$2];");
+  char cons[96];
+  size_t cn = (size_t)snprintf(cons, sizeof cons, c->store ? "l,r" : "r,l,r");
+  for (int d = 0; d < R; d++) cn += (size_t)snprintf(cons + cn, sizeof cons - cn, ",r");
+  snprintf(cons + cn, sizeof cons - cn, ",~{memory}");
+  for (int k = 0; k < nk; k++)
+    for (int j = 0; j < nj; j++) {
+      int64_t off = (int64_t)j * smem_atom_block_bytes(&c->buf->layout) + (int64_t)k * db->box[0] * rows_per_d0 * row_bytes;
+      if (R == 1) off = (int64_t)j * smem_atom_block_bytes(&c->buf->layout);
+      LLVMValueRef o = const_i32(L, off);
+      LLVMValueRef sm = smem_addr32(L, LLVMBuildGEP2(L->b, L->t_i8, c->buf->ptr, &o, 1, ""));
+      LLVMValueRef args[3 + TILE_MAX_RANK];
+      int a = 0;
+      if (c->store) {
+        args[a++] = c->map;
+        args[a++] = sm;
+      } else {
+        args[a++] = sm;
+        args[a++] = c->map;
+        args[a++] = c->bar;
+      }
+      for (int d = R - 1; d >= 0; d--) {
+        LLVMValueRef x = c->coords[d];
+        int64_t add = d == R - 1 ? (int64_t)j * db->box[R - 1] : (d == 0 && R > 1 ? (int64_t)k * db->box[0] : 0);
+        if (add) x = LLVMBuildAdd(L->b, x, const_i32(L, add), "");
+        args[a++] = x;
+      }
+      llvm_asm(L, text, cons, L->t_void, args, a, true);
+    }
+  if (c->store) {
+    llvm_asm(L, "cp.async.bulk.commit_group;", "~{memory}", L->t_void, NULL, 0, true);
+    llvm_asm(L, "cp.async.bulk.wait_group.read 0;", "~{memory}", L->t_void, NULL, 0, true);
+  }
+}
+
+static bool tma_prepare(Lower *L, const Op *op, bool store, TmaCtx *c) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->store = store;
+  const Value *desc = op->operands[store ? 0 : 1];
+  c->buf = get_buf(L, op->operands[store ? 1 : 0]);
+  LTile *d = get_fixed(L, desc);
+  if (!c->buf || !d) return false;
+  if (desc->def || (int)desc->index >= L->k->sched.nparams || !L->k->sched.descs[desc->index].used) {
+    lower_error(L, op, "internal: TMA copy without a descriptor box");
+    return false;
+  }
+  c->box = &L->k->sched.descs[desc->index];
+  c->rank = desc->type.desc_rank;
+  c->map = LLVMBuildPtrToInt(L->b, d->regs[0], L->t_i64, "tensor_map");
+  uint32_t first = store ? 2 : 4;
+  for (int i = 0; i < c->rank; i++) {
+    LTile *x = get_fixed(L, op->operands[first + (uint32_t)i]);
+    if (!x) return false;
+    c->coords[i] = x->regs[0];
+  }
+  if (!store) {
+    LTile *i = get_fixed(L, op->operands[3]);
+    c->bar = i ? mbar_addr(L, op->operands[2], i->regs[0]) : NULL;
+    if (!c->bar) return false;
+  }
+  return true;
+}
+
+void lower_tma_load(Lower *L, const Op *op) {
+  TmaCtx c;
+  if (tma_prepare(L, op, false, &c)) guarded(L, is_elected(L), issue_boxes, &c);
+}
+
+void lower_tma_store(Lower *L, const Op *op) {
+  TmaCtx c;
+  if (tma_prepare(L, op, true, &c)) guarded(L, is_elected(L), issue_boxes, &c);
+}

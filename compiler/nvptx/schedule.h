@@ -1,0 +1,57 @@
+/* schedule.h - the GPU back end's scheduling pass: tile IR to lowered IR.
+ *
+ * After this pass a kernel says, in IR, everything that happens in shared
+ * memory and asynchronously (the GPU operations of ir.h): which buffers
+ * exist, which copies fill them (TMA, cp.async or plain stores), which
+ * mbarriers and barriers order them, and where tensor-core products are
+ * issued and waited for. Layout assignment (assign.c) and the allocator
+ * (smem_alloc.c) run on the result; the lowering (lower*.c) turns each
+ * operation into PTX. `--emit=lowered` prints it.
+ *
+ *   dot with bf16/f16/fp8 operands   wgmma when the warps form warpgroups
+ *                                    and M is a multiple of 64; mma.sync
+ *                                    for smaller tiles; FMA otherwise
+ *   wgmma operands                   buffers: filled by TMA (load_block),
+ *                                    cp.async (pipelined loads) or stores
+ *                                    of registers; A may stay in registers
+ *   load_block / store_block         TMA copies through a buffer
+ *   @pipeline(stages = N) loops      rings of N buffers (schedule_pipeline.c)
+ */
+#ifndef TILE_SCHEDULE_H
+#define TILE_SCHEDULE_H
+
+#include "../analysis/axisinfo.h"
+#include "../ir/ir.h"
+
+typedef enum DotEngine { DOT_FMA, DOT_MMA, DOT_WGMMA } DotEngine;
+
+/* Which unit computes a dot (rank-2) with this many warps. */
+DotEngine dot_engine(const Op *dot, int num_warps);
+
+/* Accumulator registers per thread a wgmma dot may use: ptxas has 255 per
+ * thread, and addresses, loop state and the epilogue need the rest. */
+#define WGMMA_MAX_ACC_REGS 192
+
+/* What the lowering and the metadata need to know about a tensor
+ * descriptor parameter: the box one TMA copy moves (in the language's
+ * dimension order) and its swizzle. */
+typedef struct DescBox {
+  bool used;
+  int rank;
+  int32_t box[TILE_MAX_RANK];
+  int swizzle;
+  int elem_bytes;
+} DescBox;
+
+typedef struct ScheduleResult {
+  DescBox *descs; /* one per kernel parameter (unused ones have used = false) */
+  int nparams;
+} ScheduleResult;
+
+/* Rewrites f (the back end's own copy of a verified kernel) into lowered
+ * IR for num_warps warps. `axes` is the alignment analysis of f before
+ * the rewrite. Problems (an unsupported combination, a budget) become
+ * diagnostics at the op; returns false then. */
+bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, Diags *diags, ScheduleResult *out);
+
+#endif

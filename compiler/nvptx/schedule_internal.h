@@ -1,0 +1,47 @@
+/* schedule_internal.h - what schedule.c (dots, TMA) shares with
+ * schedule_pipeline.c (@pipeline rings). */
+#ifndef TILE_SCHEDULE_INTERNAL_H
+#define TILE_SCHEDULE_INTERNAL_H
+
+#include "../ir/build.h"
+#include "schedule.h"
+
+typedef struct Sched {
+  Func *f;
+  Arena *a;
+  Diags *diags;
+  int num_warps;
+  const AxisAnalysis *axes;
+  Op *alloc_at; /* buffers and mbarriers are allocated before this op */
+  ScheduleResult *res;
+  bool failed;
+} Sched;
+
+void sched_error(Sched *s, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+Value *sched_alloc_smem(Sched *s, ScalarKind elem, int rank, const int32_t *shape, int swizzle);
+Value *sched_alloc_mbar(Sched *s, int n, int count, int first_parity);
+/* A barrier before b's cursor, unless one is already right there. */
+void sched_barrier(IrBuilder *b);
+void sched_void(IrBuilder *b, OpKind kind, int n, Value *const *ops, int64_t attr0);
+/* The operand under a `trans` (and whether there was one). */
+Value *sched_strip_trans(Value *v, bool *trans);
+/* Whether a dot's A operand is read from registers (it is computed, not
+ * loaded: flash attention's P); fp8 A always goes through a buffer. */
+bool sched_a_in_registers(const Value *a);
+/* The swizzle and box of a descriptor's copies (decided before rewriting). */
+const DescBox *sched_desc_box(Sched *s, const Value *desc);
+/* Issues the TMA copies of a box-tiled tile at `coords` into `buf`,
+ * completing on bars[index] (one thread: the lowering elects it). */
+void sched_tma_load(IrBuilder *b, Value *buf, Value *desc, Value *bars, Value *index, Value *const *coords, int rank);
+/* Replaces a wgmma-engine dot by wgmma + wgmma_wait. An operand that is a
+ * read of a buffer (smem_load: a ring stage, a load_block) uses that
+ * buffer; others get one here. `pending` is what the wait leaves in
+ * flight. Returns the wgmma_wait op. */
+Op *sched_wgmma_dot(Sched *s, Op *dot, int pending);
+
+/* schedule_pipeline.c: rewrites one @pipeline loop whose body holds wgmma
+ * dots fed by loads; false when nothing in it can be pipelined (the loop
+ * is left to the plain path). */
+bool sched_pipeline_loop(Sched *s, Op *loop);
+
+#endif

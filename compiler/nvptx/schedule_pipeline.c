@@ -1,0 +1,371 @@
+/* schedule_pipeline.c - @pipeline(stages = N) loops: the loads that feed
+ * wgmma dots go through rings of N buffers, issued P iterations ahead.
+ *
+ * D = 1 when the loop's only dot chains its accumulator from iteration to
+ * iteration (a GEMM), so one wgmma stays in flight while the next
+ * iteration's data is waited for (`wgmma_wait {pending = 1}`); else 0.
+ * The ring holds the stage being read, D stages still read by wgmmas in
+ * flight, and P = N - 1 - D stages being filled.
+ *
+ *   prologue     for j < P: if lo + j*step < hi: fill stage j with
+ *                iteration j's data
+ *   iteration t  wait for stage t % N; wgmma on it; wait for all but D
+ *                wgmmas; release stage (t - D) % N; if iteration t + P
+ *                exists: fill stage (t + P) % N with it
+ *   after        wait for the last wgmma; release its stage
+ *
+ * Filling a stage:
+ *   load_block (TMA)   the elected thread waits until the stage is empty
+ *                      (empty[s]: every warpgroup arrives when its wgmmas
+ *                      on the stage are done), announces the bytes on
+ *                      full[s] and issues the copies; everyone waits on
+ *                      full[s] before reading;
+ *   load (cp.async)    every thread copies its 16-byte pieces (masked-off
+ *                      ones are zero-filled) and commits a group, one per
+ *                      iteration even when empty; before reading, a thread
+ *                      waits until at most P - 1 of its groups are open,
+ *                      fences, and a barrier makes everyone's copies
+ *                      visible; the same barrier tells that every
+ *                      warpgroup is past the wgmma that read the stage
+ *                      about to be refilled.
+ * The address arithmetic of each load (pure ops of the body that depend
+ * on the induction variable) is copied to compute an iteration ahead.
+ * Loads that cannot go through a ring (other values than 0 for masked-off
+ * elements, addresses that depend on other loop-carried values, pieces
+ * smaller than 4 bytes) stay ordinary loads.
+ */
+#include <string.h>
+
+#include "../layout/smem.h"
+#include "schedule_internal.h"
+
+/* Candidates per loop: two operands of a few dots. */
+#define PIPE_MAX_LOADS 8
+#define PIPE_MAX_DOTS 4
+/* Address ops copied per issue. */
+#define PIPE_MAX_DEPS 256
+/* cp.async copies 4, 8 or 16 bytes. */
+#define CP_ASYNC_MIN_BYTES 4
+#define CP_ASYNC_MAX_BYTES 16
+
+typedef struct PipeLoad {
+  Op *op;       /* the load or load_block */
+  bool tma;
+  Value *ring;  /* smem<T>[N, shape] */
+  Value *view;  /* this iteration's stage */
+} PipeLoad;
+
+typedef struct Pipe {
+  Sched *s;
+  Op *loop;
+  Block *body;
+  Value *iv, *lo, *hi, *step;
+  int N, D, P;
+  PipeLoad loads[PIPE_MAX_LOADS];
+  int nloads, ntma;
+  Op *dots[PIPE_MAX_DOTS];
+  int ndots;
+  Op *deps[PIPE_MAX_DEPS]; /* address ops in body order */
+  int ndeps;
+  Value *full, *empty;
+  int64_t tx_bytes;
+} Pipe;
+
+static bool in_body(const Pipe *p, const Value *v) {
+  const Block *b = v->def ? v->def->parent : v->owner;
+  for (; b; b = b->parent ? b->parent->parent : NULL)
+    if (b == p->body) return true;
+  return false;
+}
+
+static bool dep_listed(const Pipe *p, const Op *op) {
+  for (int i = 0; i < p->ndeps; i++)
+    if (p->deps[i] == op) return true;
+  return false;
+}
+
+/* Adds the body ops v depends on; false if one cannot be recomputed for
+ * another iteration. */
+static bool add_deps(Pipe *p, Value *v) {
+  if (!in_body(p, v)) return true;
+  if (!v->def) return v == p->iv;
+  Op *op = v->def;
+  if (op->parent != p->body || !(op_info[op->kind].flags & OPF_PURE) || op->nregions) return false;
+  if (dep_listed(p, op)) return true;
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (!add_deps(p, op->operands[i])) return false;
+  if (p->ndeps == PIPE_MAX_DEPS) return false;
+  p->deps[p->ndeps++] = op;
+  return true;
+}
+
+static bool is_zero_const(const Value *v) {
+  if (!v->def || v->def->kind != OP_CONST) return false;
+  return scalar_is_float(v->type.kind) ? v->def->fattr == 0 : v->def->attr[0] == 0;
+}
+
+static bool cp_async_ok(Pipe *p, const Op *ld) {
+  TType t = ld->results[0].type;
+  if (ld->noperands == 3 && !is_zero_const(ld->operands[2])) return false;
+  int eb = scalar_bytes((ScalarKind)t.kind);
+  int want = CP_ASYNC_MAX_BYTES / eb;
+  const Value *mask = ld->noperands >= 2 ? ld->operands[1] : NULL;
+  int w = axis_vector_width(p->s->axes, ld->operands[0], mask, want);
+  return w * eb >= CP_ASYNC_MIN_BYTES;
+}
+
+static PipeLoad *find_load(Pipe *p, const Op *op) {
+  for (int i = 0; i < p->nloads; i++)
+    if (p->loads[i].op == op) return &p->loads[i];
+  return NULL;
+}
+
+/* A dot operand that a ring can feed: a load or load_block of this body
+ * whose address depends on nothing but the induction variable. */
+static void consider_operand(Pipe *p, Value *operand, bool is_a, bool fp8) {
+  bool trans;
+  Value *src = sched_strip_trans(operand, &trans);
+  if (!src->def || src->def->parent != p->body) return;
+  Op *op = src->def;
+  if (op->kind != OP_LOAD && op->kind != OP_BLOCK_LOAD) return;
+  if (fp8 && trans != !is_a) return; /* fp8 needs K-major: A as is, B transposed */
+  if (find_load(p, op) || p->nloads == PIPE_MAX_LOADS) return;
+  if (op->kind == OP_LOAD && !cp_async_ok(p, op)) return;
+  int saved = p->ndeps;
+  uint32_t first = op->kind == OP_LOAD ? 0 : 1;
+  for (uint32_t i = first; i < op->noperands; i++)
+    if (!add_deps(p, op->operands[i])) {
+      p->ndeps = saved;
+      return;
+    }
+  p->loads[p->nloads++] = (PipeLoad){op, op->kind == OP_BLOCK_LOAD, NULL, NULL};
+}
+
+static bool is_fp8(unsigned k) { return k == SK_F8E4M3 || k == SK_F8E5M2; }
+
+/* The deps must come out in body order for the copies to be valid. */
+static void sort_deps(Pipe *p) {
+  int n = 0;
+  for (Op *op = p->body->first; op; op = op->next)
+    if (dep_listed(p, op)) p->deps[n++] = op;
+}
+
+/* D = 1 for a single dot whose accumulator only chains through the loop. */
+static int pick_overlap(const Pipe *p) {
+  if (p->ndots != 1 || p->N < 3) return 0;
+  const Op *dot = p->dots[0];
+  const Value *acc = dot->operands[2];
+  if (acc->def || acc->owner != p->body || acc == p->iv) return 0;
+  uint32_t k = acc->index - 1; /* iter index */
+  const Op *y = p->body->last;
+  if (!y || y->kind != OP_YIELD || y->operands[k] != &dot->results[0]) return 0;
+  /* no other use of the accumulator or the dot's result in the body */
+  for (Op *op = p->body->first; op; op = op->next)
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      const Value *v = op->operands[i];
+      if (v == acc && op != dot) return 0;
+      if (v == &dot->results[0] && op != y) return 0;
+    }
+  return 1;
+}
+
+/* ---- building ---- */
+
+static Value *const_like(IrBuilder *b, const Value *like, int64_t v) { return irb_const_int(b, (ScalarKind)like->type.kind, v); }
+
+/* The loop counts up (constant positive step); compares follow the
+ * induction variable's signedness. */
+static Value *in_range(Pipe *p, IrBuilder *b, Value *iv) { return irb_cmp(b, OP_CMP_LT, iv, p->hi); }
+
+static Value *view_of(IrBuilder *b, Value *ring, Value *stage) {
+  TType r = ring->type;
+  return irb_value(b, OP_SMEM_INDEX, 2, (Value *[]){ring, stage}, type_smem((ScalarKind)r.pointee, r.rank - 1, r.shape + 1));
+}
+
+/* Copies the address ops for iteration `iv_value` and fills `stage`. */
+static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
+  Sched *s = p->s;
+  PtrMap map;
+  ptrmap_init(&map, s->a);
+  ptrmap_put(&map, p->iv, iv_value);
+  for (int i = 0; i < p->ndeps; i++) {
+    Op *c = ir_clone_op(s->a, p->deps[i], &map);
+    if (b->before)
+      ir_insert_before(b->before, c);
+    else
+      ir_append(b->block, c);
+  }
+  if (p->ntma) {
+    Op *w = irb_op(b, OP_MBAR_WAIT, 2, (Value *[]){p->empty, stage}, NULL);
+    w->attr[0] = 1; /* only the thread that issues the copies */
+    Op *ex = irb_op(b, OP_MBAR_EXPECT, 2, (Value *[]){p->full, stage}, NULL);
+    ex->attr[0] = p->tx_bytes;
+  }
+  for (int i = 0; i < p->nloads; i++) {
+    PipeLoad *l = &p->loads[i];
+    Value *view = view_of(b, l->ring, stage);
+    Op *op = l->op;
+    if (l->tma) {
+      Value *coords[TILE_MAX_RANK];
+      int rank = (int)op->noperands - 1;
+      for (int d = 0; d < rank; d++) {
+        Value *m = ptrmap_get(&map, op->operands[1 + d]);
+        coords[d] = irb_cast(b, m ? m : op->operands[1 + d], type_scalar(SK_I32));
+      }
+      sched_tma_load(b, view, op->operands[0], p->full, stage, coords, rank);
+    } else {
+      Value *ops[3] = {view, NULL, NULL};
+      for (uint32_t k = 0; k < 2 && k < op->noperands; k++) {
+        Value *m = ptrmap_get(&map, op->operands[k]);
+        ops[1 + k] = m ? m : op->operands[k];
+      }
+      irb_op(b, OP_ASYNC_COPY, op->noperands >= 2 ? 3 : 2, ops, NULL);
+    }
+  }
+}
+
+/* One prologue step or the in-loop issue: `if (iteration exists) fill`. */
+static void issue(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
+  IrBuilder in = irb_if(b, in_range(p, b, iv_value));
+  produce(p, &in, stage, iv_value);
+  if (p->ntma < p->nloads) irb_op(b, OP_ASYNC_COMMIT, 0, NULL, NULL);
+}
+
+static void make_rings(Pipe *p) {
+  Sched *s = p->s;
+  p->tx_bytes = 0;
+  for (int i = 0; i < p->nloads; i++) {
+    PipeLoad *l = &p->loads[i];
+    TType t = l->op->results[0].type;
+    int eb = scalar_bytes((ScalarKind)t.kind);
+    int sw = l->tma ? sched_desc_box(s, l->op->operands[0])->swizzle : smem_pick_swizzle(eb, t.shape[t.rank - 1]);
+    int32_t shape[TILE_MAX_RANK + 1] = {p->N};
+    memcpy(shape + 1, t.shape, sizeof(int32_t) * t.rank);
+    l->ring = sched_alloc_smem(s, (ScalarKind)t.kind, t.rank + 1, shape, sw);
+    l->ring->def->attr[2] = 1; /* dimension 0: slots */
+    if (l->tma) {
+      p->ntma++;
+      p->tx_bytes += type_numel(t) * eb;
+    }
+  }
+  if (p->ntma) {
+    p->full = sched_alloc_mbar(s, p->N, 1, 0);
+    p->empty = sched_alloc_mbar(s, p->N, s->num_warps / 4, 1);
+  }
+}
+
+/* (x + add) % N for a stage number x in [0, N). */
+static Value *stage_plus(Pipe *p, IrBuilder *b, Value *t, int add) {
+  Value *x = irb_binary(b, OP_ADD, t, irb_const_int(b, SK_I32, add));
+  return irb_binary(b, OP_REM, x, irb_const_int(b, SK_I32, p->N));
+}
+
+static void release(Pipe *p, IrBuilder *b, Value *stage) {
+  irb_op(b, OP_MBAR_ARRIVE, 2, (Value *[]){p->empty, stage}, NULL);
+}
+
+static void rewrite(Pipe *p) {
+  Sched *s = p->s;
+  Op *loop = p->loop;
+  make_rings(p);
+  /* prologue */
+  IrBuilder pre = irb_before(s->a, loop);
+  for (int j = 0; j < p->P; j++) {
+    Value *ivj = irb_binary(&pre, OP_ADD, p->lo, irb_binary(&pre, OP_MUL, p->step, const_like(&pre, p->step, j)));
+    issue(p, &pre, irb_const_int(&pre, SK_I32, j), ivj);
+  }
+  /* iteration t: wait for stage t % N */
+  IrBuilder top = irb_before(s->a, p->body->first);
+  Value *t = irb_cast(&top, irb_binary(&top, OP_DIV, irb_binary(&top, OP_SUB, p->iv, p->lo), p->step),
+                      type_scalar(SK_I32));
+  Value *st = irb_binary(&top, OP_REM, t, irb_const_int(&top, SK_I32, p->N));
+  if (p->ntma < p->nloads) {
+    Op *w = irb_op(&top, OP_ASYNC_WAIT, 0, NULL, NULL);
+    w->attr[0] = p->P - 1;
+    irb_op(&top, OP_FENCE_ASYNC, 0, NULL, NULL);
+    irb_op(&top, OP_BARRIER, 0, NULL, NULL);
+  }
+  if (p->ntma) irb_op(&top, OP_MBAR_WAIT, 2, (Value *[]){p->full, st}, NULL);
+  /* The loads become reads of the stage; a dot then takes the read's
+   * buffer itself (the read disappears when nothing else uses it). */
+  for (int i = 0; i < p->nloads; i++) {
+    PipeLoad *l = &p->loads[i];
+    l->view = view_of(&top, l->ring, st);
+    Value *regs = irb_value(&top, OP_SMEM_LOAD, 1, (Value *[]){l->view}, l->op->results[0].type);
+    l->op->results[0].repl = regs;
+  }
+  ir_apply_replacements(s->f);
+  for (int i = 0; i < p->nloads; i++) ir_unlink(p->loads[i].op);
+  Op *last_wait = NULL;
+  for (int i = 0; i < p->ndots && !s->failed; i++) last_wait = sched_wgmma_dot(s, p->dots[i], p->D);
+  if (s->failed) return;
+  /* release the stage whose wgmmas are done, then issue iteration t + P */
+  IrBuilder after = last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
+  if (p->ntma) {
+    if (p->D == 0) {
+      release(p, &after, st);
+    } else {
+      IrBuilder in = irb_if(&after, irb_cmp(&after, OP_CMP_GE, t, irb_const_int(&after, SK_I32, p->D)));
+      release(p, &in, stage_plus(p, &in, st, p->N - p->D));
+    }
+  }
+  IrBuilder end = irb_at_end(s->a, p->body);
+  Value *ivn = irb_binary(&end, OP_ADD, p->iv, irb_binary(&end, OP_MUL, p->step, const_like(&end, p->step, p->P)));
+  issue(p, &end, stage_plus(p, &end, st, p->P), ivn);
+  /* after the loop: the last wgmma, the last release, open copy groups */
+  IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
+  if (p->D) {
+    const Value *acc = p->dots[0]->operands[2];
+    Value *res = &loop->results[acc->index - 1];
+    Op *w = irb_op(&post, OP_WGMMA_WAIT, 1, (Value *[]){res}, &res->type);
+    res->repl = &w->results[0];
+    ir_apply_replacements(s->f);
+    res->repl = NULL;
+    w->operands[0] = res;
+    if (p->ntma) {
+      /* the last iteration T - 1 = (hi - lo + step - 1) / step - 1, if any */
+      Value *ran = irb_cmp(&post, OP_CMP_LT, p->lo, p->hi);
+      IrBuilder in = irb_if(&post, ran);
+      Value *span = irb_binary(&in, OP_ADD, irb_binary(&in, OP_SUB, p->hi, p->lo),
+                               irb_binary(&in, OP_SUB, p->step, const_like(&in, p->step, 1)));
+      Value *last = irb_binary(&in, OP_SUB, irb_binary(&in, OP_DIV, span, p->step), const_like(&in, p->step, 1));
+      Value *ls = irb_binary(&in, OP_REM, irb_cast(&in, last, type_scalar(SK_I32)), irb_const_int(&in, SK_I32, p->N));
+      release(p, &in, ls);
+    }
+  }
+  if (p->ntma < p->nloads) irb_op(&post, OP_ASYNC_WAIT, 0, NULL, NULL);
+}
+
+bool sched_pipeline_loop(Sched *s, Op *loop) {
+  Pipe *p = ARENA_NEW(s->a, Pipe);
+  memset(p, 0, sizeof *p);
+  p->s = s;
+  p->loop = loop;
+  p->body = &loop->regions[0];
+  p->iv = &p->body->args[0];
+  p->lo = loop->operands[0];
+  p->hi = loop->operands[1];
+  p->step = loop->operands[2];
+  p->N = (int)loop->attr[0];
+  int64_t step;
+  if (!ir_const_int(p->step, &step) || step <= 0) return false; /* only counting-up loops with a constant step */
+  for (Op *op = p->body->first; op; op = op->next)
+    if (op->kind == OP_DOT && dot_engine(op, s->num_warps) == DOT_WGMMA && p->ndots < PIPE_MAX_DOTS)
+      p->dots[p->ndots++] = op;
+  for (int i = 0; i < p->ndots; i++) {
+    Op *dot = p->dots[i];
+    bool fp8 = is_fp8(dot->operands[0]->type.kind);
+    if (!sched_a_in_registers(dot->operands[0])) consider_operand(p, dot->operands[0], true, fp8);
+    consider_operand(p, dot->operands[1], false, fp8);
+  }
+  if (!p->nloads) return false;
+  sort_deps(p);
+  p->D = pick_overlap(p);
+  p->P = p->N - 1 - p->D;
+  if (p->P < 1) {
+    p->D = 0;
+    p->P = p->N - 1;
+  }
+  rewrite(p);
+  return !s->failed;
+}

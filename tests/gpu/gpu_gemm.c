@@ -1,0 +1,229 @@
+/* gpu_gemm.c - the standard GEMMs on the GPU (part of `tile-gpu test`):
+ * lang/std/gemm.tile (pointer loads: cp.async rings) and
+ * lang/std/gemm_tma.tile (tensor descriptors: TMA rings and a TMA store),
+ * over shapes that are not multiples of the blocks, every orientation of
+ * A and B, bf16 and f16, 1 to 4 pipeline stages, and tiles small enough
+ * for mma.sync.
+ *
+ * Each case: random inputs in [-1, 1] rounded to the input type, C
+ * poisoned with NaN (including the padding columns past n, which must
+ * stay NaN: TMA stores clip), one launch, then C against a float64
+ * reference on the same rounded inputs (relative error max|d| / max|ref|
+ * below 1e-2) and, for small shapes, against the interpreter.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_common.h"
+
+/* Error bound for bf16/f16 inputs with f32 accumulation. */
+#define GEMM_TOL 1e-2
+/* Extra elements per row so that leading dimensions differ from widths
+ * (8 keeps rows 16-byte aligned for 16-bit types, as TMA and cp.async
+ * need). */
+#define GEMM_PAD 8
+/* Problems up to this many multiply-adds also run in the interpreter. */
+#define GEMM_INTERP_MAX_MACS (3u << 20)
+
+typedef struct GemmCase {
+  const char *name;
+  bool tma;
+  const char *type, *out;   /* T, TC */
+  int m, n, k;
+  bool a_trans, b_trans;
+  const char *extra[12];    /* further NAME, VALUE defines, NULL-terminated */
+} GemmCase;
+
+/* A matrix of rows x cols stored row-major with a padded leading dimension. */
+typedef struct Mat {
+  DBuf buf;
+  int rows, cols, ld;
+  tile_tensor t;
+} Mat;
+
+static bool mat_new(Gpu *g, Mat *x, const char *name, const char *elem, int rows, int cols) {
+  x->rows = rows, x->cols = cols, x->ld = cols + GEMM_PAD;
+  if (!dbuf_alloc(g, &x->buf, name, elem, (size_t)rows * x->ld)) return false;
+  x->t = (tile_tensor){x->buf.dev, 2, {rows, cols}, {x->ld, 1}};
+  return true;
+}
+
+static double mat_get(const Mat *x, int r, int c) { return dbuf_get(&x->buf, (size_t)r * x->ld + c); }
+
+/* Relative error of C against the float64 product; padding must be NaN. */
+static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, bool *pad_ok) {
+  double worst = 0, ref = 0;
+  *pad_ok = true;
+  for (int i = 0; i < gc->m; i++) {
+    for (int j = 0; j < gc->n; j++) {
+      double s = 0;
+      for (int p = 0; p < gc->k; p++)
+        s += (gc->a_trans ? mat_get(a, p, i) : mat_get(a, i, p)) * (gc->b_trans ? mat_get(b, j, p) : mat_get(b, p, j));
+      double got = mat_get(c, i, j);
+      if (isnan(got)) return INFINITY;
+      worst = fmax(worst, fabs(got - s));
+      ref = fmax(ref, fabs(s));
+    }
+    for (int j = gc->n; j < c->ld; j++)
+      if (!isnan(mat_get(c, i, j))) *pad_ok = false;
+  }
+  return ref > 0 ? worst / ref : worst;
+}
+
+static void put_arg(tc_arg *ia, tile_arg *ta, const Mat *x, bool tma) {
+  memset(ia, 0, sizeof *ia);
+  ia->p = x->buf.host;
+  if (tma) {
+    *ta = tile_arg_tensor(&x->t);
+    ia->shape[0] = x->rows, ia->shape[1] = x->cols;
+    ia->strides[0] = x->ld, ia->strides[1] = 1;
+  } else {
+    *ta = tile_arg_ptr(x->buf.dev);
+  }
+}
+
+static void put_int(tc_arg *ia, tile_arg *ta, int v) {
+  memset(ia, 0, sizeof *ia);
+  ia->i = v;
+  *ta = tile_arg_i32(v);
+}
+
+/* The interpreter on copies of the inputs; C's error against the GPU's. */
+static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, tc_arg *iargs, int nargs,
+                                int64_t grid, double *err) {
+  size_t cb = c->buf.n * c->buf.elem_bytes;
+  void *ch = malloc(cb);
+  DBuf tmp = c->buf;
+  tmp.host = ch;
+  for (size_t i = 0; i < c->buf.n; i++) dbuf_set(&tmp, i, NAN);
+  iargs[0].p = ch;
+  tc_buffer bufs[3] = {{ch, cb, "c"},
+                       {a->buf.host, a->buf.n * a->buf.elem_bytes, "a"},
+                       {b->buf.host, b->buf.n * b->buf.elem_bytes, "b"}};
+  char *msg = NULL;
+  bool ok = tc_interpret(v->comp, 0, (int64_t[3]){grid, 1, 1}, iargs, nargs, bufs, 3, 0, &msg);
+  if (!ok) printf("  interpreter: %s\n", msg);
+  free(msg);
+  double worst = 0, ref = 0;
+  for (size_t i = 0; ok && i < c->buf.n; i++) {
+    double x = dbuf_get(&c->buf, i), y = dbuf_get(&tmp, i);
+    if (isnan(x) != isnan(y)) worst = INFINITY;
+    if (isnan(x) || isnan(y)) continue;
+    worst = fmax(worst, fabs(x - y));
+    ref = fmax(ref, fabs(y));
+  }
+  *err = ref > 0 ? worst / ref : worst;
+  free(ch);
+  return ok;
+}
+
+static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
+  const char *defs[24] = {"T", gc->type, "TC", gc->out, "A_TRANS", gc->a_trans ? "true" : "false",
+                          "B_TRANS", gc->b_trans ? "true" : "false"};
+  int nd = 8;
+  for (int i = 0; gc->extra[i]; i++) defs[nd++] = gc->extra[i];
+  defs[nd] = NULL;
+  Variant v;
+  Mat a = {0}, b = {0}, c = {0};
+  bool ok = variant_build(g, gc->tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile", defs, &v);
+  ok = ok && mat_new(g, &a, "a", gc->type, gc->a_trans ? gc->k : gc->m, gc->a_trans ? gc->m : gc->k) &&
+       mat_new(g, &b, "b", gc->type, gc->b_trans ? gc->n : gc->k, gc->b_trans ? gc->k : gc->n) &&
+       mat_new(g, &c, "c", gc->out, gc->m, gc->n);
+  Rng rng = {seed};
+  if (ok) {
+    dbuf_fill(&a.buf, &rng, -1, 1);
+    dbuf_fill(&b.buf, &rng, -1, 1);
+    dbuf_poison(&c.buf);
+    ok = dbuf_upload(g, &a.buf) && dbuf_upload(g, &b.buf) && dbuf_upload(g, &c.buf);
+  }
+  tc_arg ia[9];
+  tile_arg ta[9];
+  int na = 0;
+  if (ok) {
+    put_arg(&ia[na], &ta[na], &c, gc->tma), na++;
+    put_arg(&ia[na], &ta[na], &a, gc->tma), na++;
+    put_arg(&ia[na], &ta[na], &b, gc->tma), na++;
+    put_int(&ia[na], &ta[na], gc->m), na++;
+    put_int(&ia[na], &ta[na], gc->n), na++;
+    put_int(&ia[na], &ta[na], gc->k), na++;
+    if (!gc->tma) {
+      put_int(&ia[na], &ta[na], a.ld), na++;
+      put_int(&ia[na], &ta[na], b.ld), na++;
+      put_int(&ia[na], &ta[na], c.ld), na++;
+    }
+  }
+  int64_t bm = ok ? variant_const(&v, "BLOCK_M", 128) : 1, bn = ok ? variant_const(&v, "BLOCK_N", 128) : 1;
+  int64_t grid = ((gc->m + bm - 1) / bm) * ((gc->n + bn - 1) / bn);
+  if (ok && (tile_launch(v.kernel, (uint32_t[3]){(uint32_t)grid, 1, 1}, NULL, ta, na) != TILE_OK ||
+             tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  launch failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  if (ok) ok = dbuf_download(g, &c.buf);
+  if (ok) {
+    bool pad_ok;
+    double e = check_c(&a, &b, &c, gc, &pad_ok);
+    if (!(e < GEMM_TOL)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, GEMM_TOL);
+    if (!pad_ok) printf("  a store wrote past column n\n");
+    ok = e < GEMM_TOL && pad_ok;
+    if ((unsigned)gc->m * gc->n * gc->k <= GEMM_INTERP_MAX_MACS) {
+      double ie;
+      bool iok = against_interpreter(&v, &a, &b, &c, ia, na, grid, &ie);
+      if (iok && !(ie < GEMM_TOL)) printf("  relative error %.3g against the interpreter\n", ie);
+      ok = ok && iok && ie < GEMM_TOL;
+    }
+  }
+  dbuf_free(g, &a.buf);
+  dbuf_free(g, &b.buf);
+  dbuf_free(g, &c.buf);
+  variant_free(&v);
+  return ok;
+}
+
+#define PTR false
+#define TMA true
+
+static const GemmCase cases[] = {
+    /* pointer loads through cp.async rings: orientations, stages */
+    {"gemm bf16 264x200x136", PTR, "bf16", "f32", 264, 200, 136, false, false, {NULL}},
+    {"gemm bf16 A^T", PTR, "bf16", "f32", 200, 136, 104, true, false, {NULL}},
+    {"gemm bf16 B^T", PTR, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
+    {"gemm f16 A^T B^T", PTR, "f16", "f32", 136, 136, 264, true, true, {NULL}},
+    {"gemm bf16 1 stage", PTR, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
+    {"gemm bf16 2 stages", PTR, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}},
+    {"gemm bf16 4 stages 128x256", PTR, "bf16", "f32", 264, 520, 328, false, false,
+     {"STAGES", "4", "BLOCK_N", "256", NULL}},
+    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}},
+    /* mma.sync: tiles below 64 rows, fewer than 4 warps */
+    {"gemm bf16 mma.sync 32x32", PTR, "bf16", "f32", 72, 56, 48, false, false,
+     {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "WARPS", "2", NULL}},
+    {"gemm f16 mma.sync 16x64 B^T", PTR, "f16", "f32", 40, 136, 64, false, true,
+     {"BLOCK_M", "16", "BLOCK_N", "64", "BLOCK_K", "32", "WARPS", "4", NULL}},
+    /* descriptors: TMA rings and TMA stores, clipped edges */
+    {"gemm_tma bf16 264x200x136", TMA, "bf16", "bf16", 264, 200, 136, false, false, {NULL}},
+    {"gemm_tma bf16 A^T", TMA, "bf16", "bf16", 200, 136, 104, true, false, {NULL}},
+    {"gemm_tma bf16 B^T", TMA, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
+    {"gemm_tma f16 A^T B^T", TMA, "f16", "f16", 136, 136, 264, true, true, {NULL}},
+    {"gemm_tma bf16 1 stage", TMA, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
+    {"gemm_tma bf16 2 stages", TMA, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}},
+    {"gemm_tma bf16 3 stages 128x256", TMA, "bf16", "bf16", 264, 520, 328, false, false,
+     {"STAGES", "3", "BLOCK_N", "256", NULL}},
+    {"gemm_tma bf16 k 40", TMA, "bf16", "bf16", 136, 72, 40, false, false, {NULL}},
+};
+
+int gpu_gemm_tests(Gpu *g, const char *only) {
+  int failed = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const GemmCase *gc = &cases[i];
+    if (only && !strstr(gc->name, only)) continue;
+    double t0 = now_ms();
+    bool ok = run_gemm(g, gc, 5000 + i);
+    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", gc->name, now_ms() - t0);
+    fflush(stdout);
+    if (ok) g->passed++;
+    else g->failed++, failed++;
+  }
+  return failed;
+}
