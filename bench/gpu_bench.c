@@ -29,8 +29,11 @@
 #define LAUNCH_REPS 20000
 #define COMPILE_REPS 5
 
+/* Longest benchmark name: "gemm bf16 16384x2048x8192 tile cp.async 128x256x64 4 stages 8 warps" fits. */
+#define ROW_NAME_BYTES 160
+
 typedef struct Row {
-  char name[96];
+  char name[ROW_NAME_BYTES];
   double value, anchor, ratio;
   const char *unit;
 } Row;
@@ -524,9 +527,8 @@ static const char *gemm_kind_name(GemmPrecision prec) { return prec == GEMM_FP8 
  * failed) with the ratio to cuBLAS's figure, then its C (bf16 [m, n] at c)
  * checked against cuBLAS's on the sampled rows. p->c is poisoned after, so
  * the next variant cannot pass on this one's C. */
-static __attribute__((unused)) /* until our GEMM kernels have rows */ void
-gemm_report(GemmProblem *p, const char *variant, GemmPrecision prec, double ms, uint64_t c) {
-  char name[96];
+static void gemm_report(GemmProblem *p, const char *variant, GemmPrecision prec, double ms, uint64_t c) {
+  char name[ROW_NAME_BYTES];
   snprintf(name, sizeof name, "gemm %s %s %s", gemm_kind_name(prec), p->label, variant);
   if (ms > 0) add_row(name, gemm_tflops(ms, p), prec == GEMM_FP8 ? p->tflops_fp8 : p->tflops, "TFLOP/s");
   else printf("%-44s failed\n", name);
@@ -616,6 +618,73 @@ static bool gemm_anchor_fp8(GemmProblem *p) {
   return gemm_poison(p, p->c, true); /* so a kernel that writes nothing fails */
 }
 
+/* ---- our GEMM kernels on a problem ---- */
+
+typedef struct TileGemm {
+  Variant v;
+  tile_arg args[9];
+  int nargs;
+  uint32_t grid[3];
+  tile_tensor t[3];
+} TileGemm;
+
+static bool do_tile_gemm(void *ctx) {
+  TileGemm *k = ctx;
+  return tile_launch(k->v.kernel, k->grid, NULL, k->args, k->nargs) == TILE_OK;
+}
+
+/* One variant of lang/std/gemm.tile (tma: gemm_tma.tile) with bf16 C:
+ * compiled, checked and timed on the problem. */
+static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, int stages, int warps) {
+  char dm[16], dn[16], dk[16], ds[16], dw[16], label[64];
+  snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(dk, sizeof dk, "%d", bk);
+  snprintf(ds, sizeof ds, "%d", stages), snprintf(dw, sizeof dw, "%d", warps);
+  const char *defs[] = {"T", "bf16", "TC", "bf16", "BLOCK_M", dm, "BLOCK_N", dn, "BLOCK_K", dk,
+                        "STAGES", ds, "WARPS", dw, NULL};
+  snprintf(label, sizeof label, "%s %dx%dx%d %d stages %d warps", tma ? "tile TMA" : "tile cp.async", bm, bn, bk,
+           stages, warps);
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  if (!variant_build(p->g, tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile", defs, &k.v)) return;
+  if (tma) {
+    k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+    k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
+    k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
+    for (int i = 0; i < 3; i++) k.args[k.nargs++] = tile_arg_tensor(&k.t[i]);
+  } else {
+    k.args[k.nargs++] = tile_arg_ptr(p->c);
+    k.args[k.nargs++] = tile_arg_ptr(p->a);
+    k.args[k.nargs++] = tile_arg_ptr(p->b);
+  }
+  k.args[k.nargs++] = tile_arg_i32(p->m);
+  k.args[k.nargs++] = tile_arg_i32(p->n);
+  k.args[k.nargs++] = tile_arg_i32(p->k);
+  if (!tma) {
+    k.args[k.nargs++] = tile_arg_i32(p->k);
+    k.args[k.nargs++] = tile_arg_i32(p->n);
+    k.args[k.nargs++] = tile_arg_i32(p->n);
+  }
+  k.grid[0] = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
+  k.grid[1] = k.grid[2] = 1;
+  double ms = time_ms(p->g, do_tile_gemm, &k);
+  gemm_report(p, label, GEMM_BF16, ms, p->c);
+  variant_free(&k.v);
+}
+
+static void bench_gemm_kernels(GemmProblem *p) {
+  static const struct {
+    bool tma;
+    int bm, bn, bk, stages, warps;
+  } variants[] = {
+      {false, 128, 128, 64, 3, 8}, {false, 128, 128, 64, 4, 8}, {false, 128, 256, 64, 3, 8},
+      {false, 128, 256, 64, 4, 8}, {true, 128, 128, 64, 4, 8},  {true, 128, 256, 64, 3, 8},
+      {true, 128, 256, 64, 4, 8},
+  };
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+    bench_tile_gemm(p, variants[i].tma, variants[i].bm, variants[i].bn, variants[i].bk, variants[i].stages,
+                    variants[i].warps);
+}
+
 static void bench_gemm(Gpu *g) {
   static const GemmShape shapes[] = {{8192, 8192, 8192, true}, {4096, 4096, 4096, false}, {16384, 2048, 8192, false}};
   CublasAnchor *cublas;
@@ -630,9 +699,7 @@ static void bench_gemm(Gpu *g) {
   for (size_t i = 0; tables && i < sizeof shapes / sizeof shapes[0]; i++) {
     GemmProblem p;
     if (gemm_problem_init(&p, g, cublas, tables, &shapes[i])) {
-      if (gemm_anchor_bf16(&p)) {
-        /* Our bf16 kernels: one gemm_report(&p, "<variant>", GEMM_BF16, ms, p.c) each. */
-      }
+      if (gemm_anchor_bf16(&p)) bench_gemm_kernels(&p);
       if (p.fp8 && gemm_anchor_fp8(&p)) {
         /* Our fp8 kernels: one gemm_report(&p, "<variant>", GEMM_FP8, ms, p.c) each. */
       }
@@ -699,20 +766,24 @@ static void bench_compile(Gpu *g) {
   }
 }
 
+/* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
+ * launch, compile. */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
-  (void)argc, (void)argv;
+  const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
   if (!gpu_open(&g, source_root)) return EXIT_SKIP;
-  double copy = copy_gbps(&g, (size_t)1 << 30);
-  add_row("device-to-device copy, 1 GiB (GB/s)", copy, copy, "GB/s");
-  bench_vector_add(&g, copy);
-  const RowKernel softmax = {"softmax", "lang/std/softmax.tile", false};
-  const RowKernel layernorm = {"layernorm", "lang/std/layernorm.tile", true};
-  for (int n = 4096; n <= 32768; n *= 2) bench_rows(&g, copy, &softmax, n);
-  for (int n = 4096; n <= 16384; n *= 2) bench_rows(&g, copy, &layernorm, n);
-  bench_gemm(&g);
-  bench_launch(&g);
-  bench_compile(&g);
+  if (!only || !strcmp(only, "memory")) {
+    double copy = copy_gbps(&g, (size_t)1 << 30);
+    add_row("device-to-device copy, 1 GiB (GB/s)", copy, copy, "GB/s");
+    bench_vector_add(&g, copy);
+    const RowKernel softmax = {"softmax", "lang/std/softmax.tile", false};
+    const RowKernel layernorm = {"layernorm", "lang/std/layernorm.tile", true};
+    for (int n = 4096; n <= 32768; n *= 2) bench_rows(&g, copy, &softmax, n);
+    for (int n = 4096; n <= 16384; n *= 2) bench_rows(&g, copy, &layernorm, n);
+  }
+  if (!only || !strcmp(only, "gemm")) bench_gemm(&g);
+  if (!only || !strcmp(only, "launch")) bench_launch(&g);
+  if (!only || !strcmp(only, "compile")) bench_compile(&g);
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");
   for (int i = 0; i < nrows; i++)
     printf("| %s | %.2f %s | %.2f | %.3f |\n", rows[i].name, rows[i].value, rows[i].unit, rows[i].anchor, rows[i].ratio);
