@@ -671,6 +671,32 @@ static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, in
   variant_free(&k.v);
 }
 
+/* lang/std/gemm_fp8.tile (e4m3, bf16 C) on the problem's fp8 operands. */
+static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stages) {
+  char dm[16], dn[16], dk[16], ds[16], label[64];
+  snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(dk, sizeof dk, "%d", bk);
+  snprintf(ds, sizeof ds, "%d", stages);
+  const char *defs[] = {"BLOCK_M", dm, "BLOCK_N", dn, "BLOCK_K", dk, "STAGES", ds, NULL};
+  snprintf(label, sizeof label, "tile TMA %dx%dx%d %d stages", bm, bn, bk, stages);
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  if (!variant_build(p->g, "lang/std/gemm_fp8.tile", defs, &k.v)) return;
+  k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+  k.t[1] = (tile_tensor){p->a_f8, 2, {p->m, p->k}, {p->k, 1}};
+  k.t[2] = (tile_tensor){p->b_t_f8, 2, {p->n, p->k}, {p->k, 1}};
+  for (int i = 0; i < 3; i++) k.args[k.nargs++] = tile_arg_tensor(&k.t[i]);
+  k.args[k.nargs++] = tile_arg_ptr(p->scale_a);
+  k.args[k.nargs++] = tile_arg_ptr(p->scale_b);
+  k.args[k.nargs++] = tile_arg_i32(p->m);
+  k.args[k.nargs++] = tile_arg_i32(p->n);
+  k.args[k.nargs++] = tile_arg_i32(p->k);
+  k.grid[0] = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
+  k.grid[1] = k.grid[2] = 1;
+  double ms = time_ms(p->g, do_tile_gemm, &k);
+  gemm_report(p, label, GEMM_FP8, ms, p->c);
+  variant_free(&k.v);
+}
+
 static void bench_gemm_kernels(GemmProblem *p) {
   static const struct {
     bool tma;
@@ -701,7 +727,9 @@ static void bench_gemm(Gpu *g) {
     if (gemm_problem_init(&p, g, cublas, tables, &shapes[i])) {
       if (gemm_anchor_bf16(&p)) bench_gemm_kernels(&p);
       if (p.fp8 && gemm_anchor_fp8(&p)) {
-        /* Our fp8 kernels: one gemm_report(&p, "<variant>", GEMM_FP8, ms, p.c) each. */
+        bench_tile_gemm_fp8(&p, 128, 256, 128, 4);
+        bench_tile_gemm_fp8(&p, 128, 256, 128, 3);
+        bench_tile_gemm_fp8(&p, 128, 128, 128, 4);
       }
     }
     gemm_problem_free(&p);
@@ -714,6 +742,45 @@ static void bench_gemm(Gpu *g) {
 
 typedef int (*CuLaunchKernelFn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                 unsigned shared, void *stream, void **params, void **extra);
+
+/* A launch with two tensor descriptors (tests/kernels/tma_copy.tile with
+ * n = 0: the kernel does nothing) through tile_launch, which checks both
+ * descriptions and takes their encoded maps from its cache, against a bare
+ * cuLaunchKernel given two 128-byte maps. */
+static void bench_launch_tensors(Gpu *g) {
+  Variant v;
+  if (!variant_build(g, "tests/kernels/tma_copy.tile", NULL, &v)) return;
+  uint64_t buf;
+  tile_mem_alloc(g->rt, 64 * 64 * 4, &buf);
+  tile_tensor t = {buf, 2, {64, 64}, {64, 1}};
+  int32_t zero = 0, n = 0;
+  float scale = 1;
+  tile_arg args[6] = {tile_arg_tensor(&t), tile_arg_tensor(&t), tile_arg_i32(0), tile_arg_i32(0), tile_arg_f32(1),
+                      tile_arg_i32(n)};
+  const uint32_t grid[3] = {1, 1, 1};
+  CuLaunchKernelFn bare = (CuLaunchKernelFn)tile_driver_function(g->rt, "cuLaunchKernel");
+  void *fn = tile_kernel_handle(v.kernel);
+  _Alignas(64) unsigned char maps[2][128] = {{0}};
+  void *params[6] = {maps[0], maps[1], &zero, &zero, &scale, &n};
+  unsigned shared = tile_kernel_get_info(v.kernel)->shared_bytes; /* its mbarriers are set up on entry */
+  double best_tile = INFINITY, best_bare = INFINITY;
+  for (int round = 0; round < 5; round++) {
+    tile_synchronize(g->rt);
+    double t0 = now_ms();
+    for (int i = 0; i < LAUNCH_REPS; i++) tile_launch(v.kernel, grid, NULL, args, 6);
+    double t1 = now_ms();
+    tile_synchronize(g->rt);
+    double t2 = now_ms();
+    for (int i = 0; i < LAUNCH_REPS; i++) bare(fn, 1, 1, 1, 128, 1, 1, shared, NULL, params, NULL);
+    double t3 = now_ms();
+    tile_synchronize(g->rt);
+    best_tile = fmin(best_tile, (t1 - t0) * 1e3 / LAUNCH_REPS);
+    best_bare = fmin(best_bare, (t3 - t2) * 1e3 / LAUNCH_REPS);
+  }
+  add_row("launch host cost, 2 tensor descriptors (us)", best_tile, best_bare, "us");
+  tile_mem_free(g->rt, buf);
+  variant_free(&v);
+}
 
 static void bench_launch(Gpu *g) {
   Variant v;
@@ -744,13 +811,14 @@ static void bench_launch(Gpu *g) {
   add_row("launch host cost, tile_launch (us)", best_tile, best_bare, "us");
   tile_mem_free(g->rt, buf);
   variant_free(&v);
+  bench_launch_tensors(g);
 }
 
 /* ---- compile time ---- */
 
 static void bench_compile(Gpu *g) {
-  static const char *const files[] = {"lang/std/softmax.tile", "lang/std/layernorm.tile", "lang/std/gemm.tile",
-                                      "lang/std/flash_attention.tile"};
+  static const char *const files[] = {"lang/std/softmax.tile",  "lang/std/layernorm.tile", "lang/std/gemm.tile",
+                                      "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",  "lang/std/flash_attention.tile"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     double t[COMPILE_REPS];
     for (int r = 0; r < COMPILE_REPS; r++) {

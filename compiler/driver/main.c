@@ -25,6 +25,8 @@ static const char usage_text[] =
     "                         (required for cubin)\n"
     "  --embed                with --emit=header: embed the cubin in the header\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
+    "  -g, --debug-barriers   mbarrier waits give up after 2 s and trap, printing the kernel,\n"
+    "                         barrier, phase and program; TMA copies check their row alignment\n"
     "  --linker=NAME          PTX to cubin with: auto (default), nvjitlink, ptxas\n"
     "  --arch=SM              target GPU (default sm_90a)\n"
     "  -O0                    skip the IR optimization passes\n"
@@ -80,7 +82,7 @@ enum { EMIT_CUBIN = TC_EMIT_PTX + 1, EMIT_HEADER, EMIT_COUNT };
 typedef struct Options {
   const char *file, *out, *kernel, *arch;
   int emit; /* -1: none */
-  bool verbose, embed;
+  bool verbose, embed, debug_barriers;
   tc_linker linker;
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
@@ -131,6 +133,8 @@ static int parse_options(int argc, char **argv, Options *o) {
                            a + 7);
     } else if (!strcmp(a, "-v")) {
       o->verbose = true;
+    } else if (!strcmp(a, "-g") || !strcmp(a, "--debug-barriers")) {
+      o->debug_barriers = true;
     } else if (!strcmp(a, "--embed")) {
       o->embed = true;
     } else if (!strncmp(a, "--arch=", 7)) {
@@ -201,7 +205,8 @@ static void print_stats(tc_compilation *c) {
 /* The GPU stages: generate, then write what --emit asked for. */
 static int emit_gpu(const Options *o, tc_compilation *c) {
   bool need_cubin = o->emit == EMIT_CUBIN || o->emit == EMIT_HEADER || o->verbose;
-  tc_codegen_options go = {.arch = o->arch, .linker = need_cubin ? o->linker : TC_LINKER_NONE};
+  tc_codegen_options go = {.arch = o->arch, .linker = need_cubin ? o->linker : TC_LINKER_NONE,
+                           .debug_barriers = o->debug_barriers};
   if (!tc_generate(c, &go)) {
     fputs(tc_diagnostics(c), stderr);
     return EXIT_SOURCE_ERROR;

@@ -237,6 +237,9 @@ bool interp_exec_atomic(Interp *ip, const XOp *xo) {
 
 /* ---- tensor descriptors ---------------------------------------------------- */
 
+/* Row alignment of load_block/store_block boxes (TMA, see above). */
+#define BLOCK_ROW_ALIGN_BYTES 16
+
 /* A block access resolved: the descriptor and the box's offsets. */
 typedef struct BlockAccess {
   const InterpArg *desc;
@@ -268,6 +271,16 @@ static bool resolve_block(Interp *ip, const XOp *xo, uint32_t first_offset, cons
     bool huge = !scalar_is_signed(ok) && o->data[0].u > (uint64_t)INT64_MAX;
     ba->offset[i] = huge ? INT64_MAX : o->data[0].i;
   }
+  /* A TMA copy starts its rows on 16 bytes: the offset in the last
+   * dimension is a multiple of 16 bytes (the GPU stops the kernel
+   * otherwise). */
+  int64_t eb = scalar_bytes(ba->kind), last = ba->offset[ba->rank - 1];
+  if ((last * eb) % BLOCK_ROW_ALIGN_BYTES)
+    return interp_fail(ip, xo,
+                       "%s offset %lld in the last dimension is not a multiple of %lld elements (%d bytes, the "
+                       "alignment of a TMA copy's rows)",
+                       xo->op->kind == OP_BLOCK_LOAD ? "load_block" : "store_block", (long long)last,
+                       (long long)(BLOCK_ROW_ALIGN_BYTES / eb), BLOCK_ROW_ALIGN_BYTES);
   return true;
 }
 

@@ -131,6 +131,24 @@ typedef struct WaitCtx {
   MbarInfo *mi;
 } WaitCtx;
 
+/* printf from the kernel (vprintf: the format and a buffer of i32s).
+ * Only the debug mode calls it: a call in a kernel serializes its wgmma. */
+static void debug_printf(Lower *L, const char *fmt, LLVMValueRef *vals, int n) {
+  LLVMValueRef str = LLVMBuildGlobalStringPtr(L->b, fmt, "tile_debug_fmt");
+  LLVMTypeRef fields[8];
+  for (int i = 0; i < n; i++) fields[i] = L->t_i32;
+  LLVMTypeRef st = LLVMStructTypeInContext(L->ctx, fields, (unsigned)n, 0);
+  LLVMValueRef buf = LLVMBuildAlloca(L->entry_b, st, "printf_args");
+  for (int i = 0; i < n; i++) LLVMBuildStore(L->b, vals[i], LLVMBuildStructGEP2(L->b, st, buf, (unsigned)i, ""));
+  LLVMTypeRef gptr = LLVMPointerTypeInContext(L->ctx, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(L->mod, "vprintf");
+  LLVMTypeRef pt[2] = {gptr, gptr};
+  LLVMTypeRef fty = LLVMFunctionType(L->t_i32, pt, 2, 0);
+  if (!fn) fn = LLVMAddFunction(L->mod, "vprintf", fty);
+  LLVMValueRef args[2] = {LLVMBuildAddrSpaceCast(L->b, str, gptr, ""), LLVMBuildAddrSpaceCast(L->b, buf, gptr, "")};
+  LLVMBuildCall2(L->b, fty, fn, args, 2, "");
+}
+
 static LLVMValueRef global_timer(Lower *L) {
   return llvm_asm(L, "mov.u64 $0, %globaltimer;", "=l", L->t_i64, NULL, 0, true);
 }
@@ -144,7 +162,6 @@ static void report_timeout(Lower *L, void *p) {
            "parity %%d, program (%%d, %%d, %%d), thread %%d\n",
            (unsigned long long)GPU_DEBUG_WAIT_NS, L->f->name, c->mi->index_in_kernel,
            (long long)c->op->operands[0]->def->attr[0]);
-  LLVMValueRef str = LLVMBuildGlobalStringPtr(L->b, fmt, "tile_timeout_fmt");
   LLVMValueRef vals[6];
   vals[0] = LLVMBuildUDiv(L->b, LLVMBuildSub(L->b, c->addr, smem_addr32(L, get_buf(L, c->op->operands[0])->ptr), ""),
                           const_i32(L, MBAR_BYTES), "");
@@ -153,17 +170,7 @@ static void report_timeout(Lower *L, void *p) {
   vals[3] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.y", L->t_i32, NULL, 0);
   vals[4] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.z", L->t_i32, NULL, 0);
   vals[5] = L->tid;
-  LLVMTypeRef fields[6] = {L->t_i32, L->t_i32, L->t_i32, L->t_i32, L->t_i32, L->t_i32};
-  LLVMTypeRef st = LLVMStructTypeInContext(L->ctx, fields, 6, 0);
-  LLVMValueRef buf = LLVMBuildAlloca(L->entry_b, st, "printf_args");
-  for (int i = 0; i < 6; i++) LLVMBuildStore(L->b, vals[i], LLVMBuildStructGEP2(L->b, st, buf, (unsigned)i, ""));
-  LLVMTypeRef gptr = LLVMPointerTypeInContext(L->ctx, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(L->mod, "vprintf");
-  LLVMTypeRef pt[2] = {gptr, gptr};
-  LLVMTypeRef fty = LLVMFunctionType(L->t_i32, pt, 2, 0);
-  if (!fn) fn = LLVMAddFunction(L->mod, "vprintf", fty);
-  LLVMValueRef args[2] = {LLVMBuildAddrSpaceCast(L->b, str, gptr, ""), LLVMBuildAddrSpaceCast(L->b, buf, gptr, "")};
-  LLVMBuildCall2(L->b, fty, fn, args, 2, "");
+  debug_printf(L, fmt, vals, 6);
   call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
 }
 
@@ -292,6 +299,36 @@ static void issue_boxes(Lower *L, void *p) {
   }
 }
 
+/* Debug mode: the row start of a box must be on 16 bytes (TMA traps with
+ * an illegal instruction otherwise); say which copy and trap. */
+typedef struct OffsetCtx {
+  const TmaCtx *tma;
+  LLVMValueRef inner;
+} OffsetCtx;
+
+static void report_offset(Lower *L, void *p) {
+  OffsetCtx *c = p;
+  const Value *desc = c->tma->op->operands[c->tma->store ? 0 : 1];
+  char fmt[384];
+  snprintf(fmt, sizeof fmt,
+           "tile: %s offset %%d in the last dimension of '%s' is not a multiple of %d elements (16 bytes, TMA row "
+           "alignment): kernel '%s', program (%%d, %%d, %%d)\n",
+           c->tma->store ? "store_block" : "load_block", L->f->params[desc->index].name,
+           16 / c->tma->box->elem_bytes, L->f->name);
+  LLVMValueRef vals[4] = {c->inner, call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.x", L->t_i32, NULL, 0),
+                          call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.y", L->t_i32, NULL, 0),
+                          call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.z", L->t_i32, NULL, 0)};
+  debug_printf(L, fmt, vals, 4);
+  call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
+}
+
+static void check_row_alignment(Lower *L, const TmaCtx *c) {
+  OffsetCtx oc = {c, c->coords[c->rank - 1]};
+  LLVMValueRef bytes = LLVMBuildMul(L->b, oc.inner, const_i32(L, c->box->elem_bytes), "");
+  LLVMValueRef bad = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, bytes, const_i32(L, 15), ""), const_i32(L, 0), "");
+  guarded(L, bad, report_offset, &oc);
+}
+
 static bool tma_prepare(Lower *L, const Op *op, bool store, TmaCtx *c) {
   memset(c, 0, sizeof *c);
   c->op = op;
@@ -321,12 +358,18 @@ static bool tma_prepare(Lower *L, const Op *op, bool store, TmaCtx *c) {
   return true;
 }
 
+static void checked_issue(Lower *L, void *p) {
+  TmaCtx *c = p;
+  if (L->opt->debug_barriers) check_row_alignment(L, c);
+  issue_boxes(L, c);
+}
+
 void lower_tma_load(Lower *L, const Op *op) {
   TmaCtx c;
-  if (tma_prepare(L, op, false, &c)) guarded(L, is_elected(L), issue_boxes, &c);
+  if (tma_prepare(L, op, false, &c)) guarded(L, is_elected(L), checked_issue, &c);
 }
 
 void lower_tma_store(Lower *L, const Op *op) {
   TmaCtx c;
-  if (tma_prepare(L, op, true, &c)) guarded(L, is_elected(L), issue_boxes, &c);
+  if (tma_prepare(L, op, true, &c)) guarded(L, is_elected(L), checked_issue, &c);
 }

@@ -60,18 +60,18 @@ void sched_error(Sched *s, const Op *op, const char *fmt, ...) {
   s->failed = true;
 }
 
-Value *sched_alloc_smem(Sched *s, ScalarKind elem, int rank, const int32_t *shape, int swizzle) {
+Value *sched_alloc_smem(Sched *s, SrcLoc loc, ScalarKind elem, int rank, const int32_t *shape, int swizzle) {
   IrBuilder b = irb_before(s->a, s->alloc_at);
-  b.loc = s->f->loc;
+  b.loc = loc;
   TType t = type_smem(elem, rank, shape);
   Op *op = irb_op(&b, OP_SMEM_ALLOC, 0, NULL, &t);
   op->attr[1] = swizzle;
   return &op->results[0];
 }
 
-Value *sched_alloc_mbar(Sched *s, int n, int count, int first_parity) {
+Value *sched_alloc_mbar(Sched *s, SrcLoc loc, int n, int count, int first_parity) {
   IrBuilder b = irb_before(s->a, s->alloc_at);
-  b.loc = s->f->loc;
+  b.loc = loc;
   TType t = type_mbar(n);
   Op *op = irb_op(&b, OP_MBAR_ALLOC, 0, NULL, &t);
   op->attr[1] = count;
@@ -199,8 +199,8 @@ static Value *block_load_to_buffer(Sched *s, Op *bl) {
   const DescBox *db = sched_desc_box(s, bl->operands[0]);
   if (!db) return NULL;
   TType t = bl->results[0].type;
-  Value *buf = sched_alloc_smem(s, (ScalarKind)t.kind, t.rank, t.shape, db->swizzle);
-  Value *bars = sched_alloc_mbar(s, 1, 1, 0);
+  Value *buf = sched_alloc_smem(s, bl->loc, (ScalarKind)t.kind, t.rank, t.shape, db->swizzle);
+  Value *bars = sched_alloc_mbar(s, bl->loc, 1, 1, 0);
   IrBuilder b = irb_before(s->a, bl);
   Value *zero = irb_const_int(&b, SK_I32, 0);
   Value *coords[TILE_MAX_RANK];
@@ -250,7 +250,8 @@ typedef struct Staging {
  * collected in `late` and written together. */
 static Value *stage_registers(Sched *s, Op *dot, Value *v, Staging *late) {
   int eb = scalar_bytes((ScalarKind)v->type.kind);
-  Value *buf = sched_alloc_smem(s, (ScalarKind)v->type.kind, 2, v->type.shape, smem_pick_swizzle(eb, v->type.shape[1]));
+  Value *buf = sched_alloc_smem(s, v->def ? v->def->loc : dot->loc, (ScalarKind)v->type.kind, 2, v->type.shape,
+                                smem_pick_swizzle(eb, v->type.shape[1]));
   bool hoisted;
   IrBuilder b = staging_point(s, dot, v, &hoisted);
   if (!hoisted) {
@@ -370,7 +371,7 @@ static void visit_block_store(Sched *s, Op *op) {
   if (!db) return;
   Value *v = op->operands[1];
   TType t = v->type;
-  Value *buf = sched_alloc_smem(s, (ScalarKind)t.kind, t.rank, t.shape, db->swizzle);
+  Value *buf = sched_alloc_smem(s, op->loc, (ScalarKind)t.kind, t.rank, t.shape, db->swizzle);
   IrBuilder b = irb_before(s->a, op);
   Value *ops[2 + TILE_MAX_RANK] = {op->operands[0], buf};
   block_coords(&b, op, 2, ops + 2);

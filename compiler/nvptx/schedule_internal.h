@@ -18,8 +18,10 @@ typedef struct Sched {
 } Sched;
 
 void sched_error(Sched *s, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-Value *sched_alloc_smem(Sched *s, ScalarKind elem, int rank, const int32_t *shape, int swizzle);
-Value *sched_alloc_mbar(Sched *s, int n, int count, int first_parity);
+/* Allocations go to the top of the kernel; `loc` is the op they serve
+ * (named in budget messages). */
+Value *sched_alloc_smem(Sched *s, SrcLoc loc, ScalarKind elem, int rank, const int32_t *shape, int swizzle);
+Value *sched_alloc_mbar(Sched *s, SrcLoc loc, int n, int count, int first_parity);
 /* A barrier before b's cursor, unless one is already right there. */
 void sched_barrier(IrBuilder *b);
 void sched_void(IrBuilder *b, OpKind kind, int n, Value *const *ops, int64_t attr0);

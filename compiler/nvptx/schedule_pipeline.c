@@ -241,7 +241,7 @@ static void make_rings(Pipe *p) {
     int sw = l->tma ? sched_desc_box(s, l->op->operands[0])->swizzle : smem_pick_swizzle(eb, t.shape[t.rank - 1]);
     int32_t shape[TILE_MAX_RANK + 1] = {p->N};
     memcpy(shape + 1, t.shape, sizeof(int32_t) * t.rank);
-    l->ring = sched_alloc_smem(s, (ScalarKind)t.kind, t.rank + 1, shape, sw);
+    l->ring = sched_alloc_smem(s, l->op->loc, (ScalarKind)t.kind, t.rank + 1, shape, sw);
     l->ring->def->attr[2] = 1; /* dimension 0: slots */
     if (l->tma) {
       p->ntma++;
@@ -249,8 +249,8 @@ static void make_rings(Pipe *p) {
     }
   }
   if (p->ntma) {
-    p->full = sched_alloc_mbar(s, p->N, 1, 0);
-    p->empty = sched_alloc_mbar(s, p->N, s->num_warps / 4, 1);
+    p->full = sched_alloc_mbar(s, p->loop->loc, p->N, 1, 0);
+    p->empty = sched_alloc_mbar(s, p->loop->loc, p->N, s->num_warps / 4, 1);
   }
 }
 

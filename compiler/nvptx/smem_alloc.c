@@ -173,12 +173,14 @@ SmemPlan *smem_plan(Func *f, Arena *a) {
     placed[best] = true;
   }
   p->top = p->scratch_base;
+  p->peak_buf = -1;
   for (int i = 0; i < p->nbufs; i++) {
     SmemBuf *b = &p->bufs[i];
     b->alloc->attr[0] = b->offset;
     if (b->offset + b->bytes > p->top) {
       p->top = b->offset + b->bytes;
       p->peak_at = b->start;
+      p->peak_buf = i;
     }
   }
   return p;
@@ -200,6 +202,7 @@ uint32_t smem_scratch(SmemPlan *p, uint32_t at, uint32_t bytes) {
   if (off + bytes > p->top) {
     p->top = off + bytes;
     p->peak_at = at;
+    p->peak_buf = -1;
   }
   return off;
 }
@@ -211,8 +214,13 @@ static void describe(const SmemBuf *b, char *out, size_t size) {
     snprintf(out, size, "%d mbarriers (%u bytes)", t.shape[0], b->bytes);
     return;
   }
-  type_str(type_tile((ScalarKind)t.pointee, t.rank, t.shape), ty, sizeof ty);
-  snprintf(out, size, "%s at %d:%d (%u bytes)", ty, b->alloc->loc.line, b->alloc->loc.col, b->bytes);
+  bool ring = b->alloc->attr[2];
+  type_str(type_tile((ScalarKind)t.pointee, t.rank - ring, t.shape + ring), ty, sizeof ty);
+  if (ring)
+    snprintf(out, size, "a ring of %d x %s for %d:%d (%u bytes)", t.shape[0], ty, b->alloc->loc.line, b->alloc->loc.col,
+             b->bytes);
+  else
+    snprintf(out, size, "%s for %d:%d (%u bytes)", ty, b->alloc->loc.line, b->alloc->loc.col, b->bytes);
 }
 
 bool smem_check_budget(const SmemPlan *p, const Func *f, Diags *diags) {
@@ -220,9 +228,13 @@ bool smem_check_budget(const SmemPlan *p, const Func *f, Diags *diags) {
   char list[1024] = "", one[160];
   size_t len = 0;
   int named = 0;
+  /* The data buffers alive with the one that reached the top (or, for a
+   * scratch peak, at the op that asked for it): they share no bytes. */
+  const SmemBuf *top = p->peak_buf >= 0 ? &p->bufs[p->peak_buf] : NULL;
   for (int i = 0; i < p->nbufs && named < BUDGET_MAX_NAMED; i++) {
     const SmemBuf *b = &p->bufs[i];
-    if (p->peak_at < b->start || p->peak_at > b->end) continue;
+    if (b->alloc->kind == OP_MBAR_ALLOC) continue;
+    if (top ? !overlaps_time(b, top) : (p->peak_at < b->start || p->peak_at > b->end)) continue;
     describe(b, one, sizeof one);
     len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s", named ? ", " : "", one);
     named++;

@@ -33,6 +33,7 @@ typedef struct SmemPlan {
   uint32_t scratch_base; /* scratch never goes below this (the mbarriers) */
   uint32_t top;          /* bytes used so far: buffers, then scratch too */
   uint32_t peak_at;      /* op number where `top` was reached */
+  int peak_buf;          /* the buffer that reached it, or -1 (scratch) */
 } SmemPlan;
 
 /* Numbers the ops of f, then places every buffer (writing the offset

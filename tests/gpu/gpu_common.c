@@ -67,24 +67,41 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Variant *v) {
-  memset(v, 0, sizeof *v);
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+  return variant_build_opts(g, relpath, defines, &go, v);
+}
+
+char *variant_read_source(Gpu *g, const char *relpath, size_t *len) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", g->source_root, relpath);
+  char *src = read_file(path, len);
+  if (!src) printf("  cannot read %s\n", path);
+  return src;
+}
+
+bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines, const tc_codegen_options *go,
+                        Variant *v) {
   size_t len;
-  char *src = read_file(path, &len);
+  char *src = variant_read_source(g, relpath, &len);
   if (!src) {
-    printf("  cannot read %s\n", path);
+    memset(v, 0, sizeof *v);
     return false;
   }
+  bool ok = variant_build_text(g, relpath, src, len, defines, go, v);
+  free(src);
+  return ok;
+}
+
+bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
+                        const tc_codegen_options *go, Variant *v) {
+  memset(v, 0, sizeof *v);
   tc_define defs[32];
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
   tc_options opt = {NULL, defs, n, false, false};
   double t0 = now_ms();
   v->comp = tc_compile(relpath, src, len, &opt);
-  free(src);
-  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
-  bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, &go);
+  bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, go);
   v->compile_ms = now_ms() - t0;
   if (!ok) {
     printf("  compiling %s failed:\n%s", relpath, tc_diagnostics(v->comp));

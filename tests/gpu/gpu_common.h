@@ -57,6 +57,14 @@ void gpu_close(Gpu *g);
 /* Compiles `relpath` (under the source root) with NAME=VALUE defines
  * (NULL-terminated pairs) to a cubin and loads its only kernel. */
 bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Variant *v);
+/* The source of a file under the root (malloc'd), or NULL. */
+char *variant_read_source(Gpu *g, const char *relpath, size_t *len);
+/* From source text (reported as relpath). */
+bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
+                        const tc_codegen_options *go, Variant *v);
+/* The same with back-end options (debug modes). */
+bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines, const tc_codegen_options *go,
+                        Variant *v);
 void variant_free(Variant *v);
 int64_t variant_const(const Variant *v, const char *name, int64_t fallback);
 

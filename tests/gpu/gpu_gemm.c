@@ -3,13 +3,16 @@
  * lang/std/gemm_tma.tile (tensor descriptors: TMA rings and a TMA store),
  * over shapes that are not multiples of the blocks, every orientation of
  * A and B, bf16 and f16, 1 to 4 pipeline stages, and tiles small enough
- * for mma.sync.
+ * for mma.sync; and lang/std/gemm_fp8.tile (e4m3 and e5m2 through TMA,
+ * per-tensor scales).
  *
  * Each case: random inputs in [-1, 1] rounded to the input type, C
  * poisoned with NaN (including the padding columns past n, which must
  * stay NaN: TMA stores clip), one launch, then C against a float64
  * reference on the same rounded inputs (relative error max|d| / max|ref|
- * below 1e-2) and, for small shapes, against the interpreter.
+ * below 1e-2, 3e-2 for fp8: the tensor cores sum fp8 products less
+ * exactly, HOPPER-FACTS.md section 2) and, for small shapes, against the
+ * interpreter.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,19 +20,29 @@
 #include <string.h>
 
 #include "gpu_common.h"
+#include "ir/types.h"
 
-/* Error bound for bf16/f16 inputs with f32 accumulation. */
+/* Error bounds for bf16/f16 and fp8 inputs with f32 accumulation. */
 #define GEMM_TOL 1e-2
-/* Extra elements per row so that leading dimensions differ from widths
- * (8 keeps rows 16-byte aligned for 16-bit types, as TMA and cp.async
- * need). */
-#define GEMM_PAD 8
+#define GEMM_FP8_TOL 3e-2
+/* Per-tensor fp8 scales: powers of two whose product is not 1, so that a
+ * kernel dropping one fails. */
+#define FP8_SCALE_A 0.5
+#define FP8_SCALE_B 0.25
+/* Extra bytes per row so that leading dimensions differ from widths
+ * (16 keeps rows 16-byte aligned, as TMA and cp.async need), and at least
+ * GEMM_PAD_MIN elements (gemm.tile's leading dimensions are multiples of 8). */
+#define GEMM_PAD_BYTES 16
+#define GEMM_PAD_MIN 8
 /* Problems up to this many multiply-adds also run in the interpreter. */
 #define GEMM_INTERP_MAX_MACS (3u << 20)
 
+typedef enum GemmKernel { K_PTR, K_TMA, K_FP8 } GemmKernel;
+
 typedef struct GemmCase {
   const char *name;
-  bool tma;
+  GemmKernel kernel;
+  bool unannotated;         /* also without @pipeline: C must not change */
   const char *type, *out;   /* T, TC */
   int m, n, k;
   bool a_trans, b_trans;
@@ -44,7 +57,9 @@ typedef struct Mat {
 } Mat;
 
 static bool mat_new(Gpu *g, Mat *x, const char *name, const char *elem, int rows, int cols) {
-  x->rows = rows, x->cols = cols, x->ld = cols + GEMM_PAD;
+  int pad = GEMM_PAD_BYTES / scalar_bytes(scalar_from_name(elem, strlen(elem)));
+  if (pad < GEMM_PAD_MIN) pad = GEMM_PAD_MIN;
+  x->rows = rows, x->cols = cols, x->ld = cols + pad;
   if (!dbuf_alloc(g, &x->buf, name, elem, (size_t)rows * x->ld)) return false;
   x->t = (tile_tensor){x->buf.dev, 2, {rows, cols}, {x->ld, 1}};
   return true;
@@ -54,13 +69,14 @@ static double mat_get(const Mat *x, int r, int c) { return dbuf_get(&x->buf, (si
 
 /* Relative error of C against the float64 product; padding must be NaN. */
 static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, bool *pad_ok) {
-  double worst = 0, ref = 0;
+  double worst = 0, ref = 0, scale = gc->kernel == K_FP8 ? FP8_SCALE_A * FP8_SCALE_B : 1;
   *pad_ok = true;
   for (int i = 0; i < gc->m; i++) {
     for (int j = 0; j < gc->n; j++) {
       double s = 0;
       for (int p = 0; p < gc->k; p++)
         s += (gc->a_trans ? mat_get(a, p, i) : mat_get(a, i, p)) * (gc->b_trans ? mat_get(b, j, p) : mat_get(b, p, j));
+      s *= scale;
       double got = mat_get(c, i, j);
       if (isnan(got)) return INFINITY;
       worst = fmax(worst, fabs(got - s));
@@ -91,19 +107,21 @@ static void put_int(tc_arg *ia, tile_arg *ta, int v) {
 }
 
 /* The interpreter on copies of the inputs; C's error against the GPU's. */
-static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, tc_arg *iargs, int nargs,
-                                int64_t grid, double *err) {
+static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, const DBuf *scales,
+                                tc_arg *iargs, int nargs, int64_t grid, double *err) {
   size_t cb = c->buf.n * c->buf.elem_bytes;
   void *ch = malloc(cb);
   DBuf tmp = c->buf;
   tmp.host = ch;
   for (size_t i = 0; i < c->buf.n; i++) dbuf_set(&tmp, i, NAN);
   iargs[0].p = ch;
-  tc_buffer bufs[3] = {{ch, cb, "c"},
+  tc_buffer bufs[5] = {{ch, cb, "c"},
                        {a->buf.host, a->buf.n * a->buf.elem_bytes, "a"},
                        {b->buf.host, b->buf.n * b->buf.elem_bytes, "b"}};
+  int nbufs = 3;
+  for (int i = 0; scales && i < 2; i++) bufs[nbufs++] = (tc_buffer){scales[i].host, scales[i].elem_bytes, scales[i].name};
   char *msg = NULL;
-  bool ok = tc_interpret(v->comp, 0, (int64_t[3]){grid, 1, 1}, iargs, nargs, bufs, 3, 0, &msg);
+  bool ok = tc_interpret(v->comp, 0, (int64_t[3]){grid, 1, 1}, iargs, nargs, bufs, nbufs, 0, &msg);
   if (!ok) printf("  interpreter: %s\n", msg);
   free(msg);
   double worst = 0, ref = 0;
@@ -119,15 +137,80 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
   return ok;
 }
 
+/* The source with every `@pipeline(...)` removed. */
+static char *strip_pipeline(const char *src, size_t *len) {
+  char *out = malloc(strlen(src) + 1), *o = out;
+  for (const char *p = src; *p;) {
+    if (!strncmp(p, "@pipeline(", 10)) {
+      p += 9; /* at its '(' */
+      for (int depth = 0; *p; p++) {
+        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+        if (!depth) {
+          p++;
+          break;
+        }
+      }
+      continue;
+    }
+    *o++ = *p++;
+  }
+  *o = 0;
+  *len = (size_t)(o - out);
+  return out;
+}
+
+/* Runs the case's kernel without @pipeline on the same inputs; C must be
+ * bit for bit what the annotated kernel wrote. */
+static bool same_without_pipeline(Gpu *g, const char *file, const char *const *defs, tile_arg *ta, int na,
+                                  const uint32_t grid[3], DBuf *c) {
+  size_t len;
+  char *src = variant_read_source(g, file, &len), *bare = src ? strip_pipeline(src, &len) : NULL;
+  free(src);
+  if (!bare) return false;
+  if (strstr(bare, "@pipeline(")) {
+    printf("  @pipeline is still there after stripping\n");
+    free(bare);
+    return false;
+  }
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+  Variant v;
+  bool ok = variant_build_text(g, file, bare, len, defs, &go, &v);
+  free(bare);
+  size_t bytes = c->n * c->elem_bytes;
+  void *annotated = malloc(bytes);
+  memcpy(annotated, c->host, bytes);
+  dbuf_poison(c);
+  ok = ok && dbuf_upload(g, c);
+  if (ok && (tile_launch(v.kernel, grid, NULL, ta, na) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  launch without @pipeline failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  ok = ok && dbuf_download(g, c);
+  if (ok && memcmp(annotated, c->host, bytes)) {
+    printf("  C differs without @pipeline\n");
+    ok = false;
+  }
+  free(annotated);
+  variant_free(&v);
+  return ok;
+}
+
+static const char *const kernel_files[] = {"lang/std/gemm.tile", "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile"};
+
 static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
-  const char *defs[24] = {"T", gc->type, "TC", gc->out, "A_TRANS", gc->a_trans ? "true" : "false",
-                          "B_TRANS", gc->b_trans ? "true" : "false"};
-  int nd = 8;
+  const char *defs[24] = {"T", gc->type, "TC", gc->out};
+  int nd = 4;
+  if (gc->kernel != K_FP8) {
+    defs[nd++] = "A_TRANS", defs[nd++] = gc->a_trans ? "true" : "false";
+    defs[nd++] = "B_TRANS", defs[nd++] = gc->b_trans ? "true" : "false";
+  }
   for (int i = 0; gc->extra[i]; i++) defs[nd++] = gc->extra[i];
   defs[nd] = NULL;
+  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8;
   Variant v;
   Mat a = {0}, b = {0}, c = {0};
-  bool ok = variant_build(g, gc->tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile", defs, &v);
+  DBuf scales[2] = {{0}, {0}};
+  bool ok = variant_build(g, kernel_files[gc->kernel], defs, &v);
   ok = ok && mat_new(g, &a, "a", gc->type, gc->a_trans ? gc->k : gc->m, gc->a_trans ? gc->m : gc->k) &&
        mat_new(g, &b, "b", gc->type, gc->b_trans ? gc->n : gc->k, gc->b_trans ? gc->k : gc->n) &&
        mat_new(g, &c, "c", gc->out, gc->m, gc->n);
@@ -138,17 +221,30 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     dbuf_poison(&c.buf);
     ok = dbuf_upload(g, &a.buf) && dbuf_upload(g, &b.buf) && dbuf_upload(g, &c.buf);
   }
-  tc_arg ia[9];
-  tile_arg ta[9];
+  if (ok && fp8) {
+    ok = dbuf_alloc(g, &scales[0], "scale_a", "f32", 1) && dbuf_alloc(g, &scales[1], "scale_b", "f32", 1);
+    if (ok) {
+      dbuf_set(&scales[0], 0, FP8_SCALE_A);
+      dbuf_set(&scales[1], 0, FP8_SCALE_B);
+      ok = dbuf_upload(g, &scales[0]) && dbuf_upload(g, &scales[1]);
+    }
+  }
+  tc_arg ia[10];
+  tile_arg ta[10];
   int na = 0;
   if (ok) {
-    put_arg(&ia[na], &ta[na], &c, gc->tma), na++;
-    put_arg(&ia[na], &ta[na], &a, gc->tma), na++;
-    put_arg(&ia[na], &ta[na], &b, gc->tma), na++;
+    put_arg(&ia[na], &ta[na], &c, tma), na++;
+    put_arg(&ia[na], &ta[na], &a, tma), na++;
+    put_arg(&ia[na], &ta[na], &b, tma), na++;
+    for (int i = 0; fp8 && i < 2; i++, na++) {
+      memset(&ia[na], 0, sizeof ia[na]);
+      ia[na].p = scales[i].host;
+      ta[na] = tile_arg_ptr(scales[i].dev);
+    }
     put_int(&ia[na], &ta[na], gc->m), na++;
     put_int(&ia[na], &ta[na], gc->n), na++;
     put_int(&ia[na], &ta[na], gc->k), na++;
-    if (!gc->tma) {
+    if (!tma) {
       put_int(&ia[na], &ta[na], a.ld), na++;
       put_int(&ia[na], &ta[na], b.ld), na++;
       put_int(&ia[na], &ta[na], c.ld), na++;
@@ -164,17 +260,22 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   if (ok) ok = dbuf_download(g, &c.buf);
   if (ok) {
     bool pad_ok;
+    double tol = fp8 ? GEMM_FP8_TOL : GEMM_TOL;
     double e = check_c(&a, &b, &c, gc, &pad_ok);
-    if (!(e < GEMM_TOL)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, GEMM_TOL);
+    if (!(e < tol)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, tol);
     if (!pad_ok) printf("  a store wrote past column n\n");
-    ok = e < GEMM_TOL && pad_ok;
+    ok = e < tol && pad_ok;
+    if (ok && gc->unannotated)
+      ok = same_without_pipeline(g, kernel_files[gc->kernel], defs, ta, na, (uint32_t[3]){(uint32_t)grid, 1, 1}, &c.buf);
     if ((unsigned)gc->m * gc->n * gc->k <= GEMM_INTERP_MAX_MACS) {
       double ie;
-      bool iok = against_interpreter(&v, &a, &b, &c, ia, na, grid, &ie);
-      if (iok && !(ie < GEMM_TOL)) printf("  relative error %.3g against the interpreter\n", ie);
-      ok = ok && iok && ie < GEMM_TOL;
+      bool iok = against_interpreter(&v, &a, &b, &c, fp8 ? scales : NULL, ia, na, grid, &ie);
+      if (iok && !(ie < tol)) printf("  relative error %.3g against the interpreter\n", ie);
+      ok = ok && iok && ie < tol;
     }
   }
+  dbuf_free(g, &scales[0]);
+  dbuf_free(g, &scales[1]);
   dbuf_free(g, &a.buf);
   dbuf_free(g, &b.buf);
   dbuf_free(g, &c.buf);
@@ -182,35 +283,41 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   return ok;
 }
 
-#define PTR false
-#define TMA true
+#define PTR K_PTR
+#define TMA K_TMA
+#define FP8 K_FP8
 
 static const GemmCase cases[] = {
     /* pointer loads through cp.async rings: orientations, stages */
-    {"gemm bf16 264x200x136", PTR, "bf16", "f32", 264, 200, 136, false, false, {NULL}},
-    {"gemm bf16 A^T", PTR, "bf16", "f32", 200, 136, 104, true, false, {NULL}},
-    {"gemm bf16 B^T", PTR, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
-    {"gemm f16 A^T B^T", PTR, "f16", "f32", 136, 136, 264, true, true, {NULL}},
-    {"gemm bf16 1 stage", PTR, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
-    {"gemm bf16 2 stages", PTR, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}},
-    {"gemm bf16 4 stages 128x256", PTR, "bf16", "f32", 264, 520, 328, false, false,
+    {"gemm bf16 264x200x136", PTR, true, "bf16", "f32", 264, 200, 136, false, false, {NULL}},
+    {"gemm bf16 A^T", PTR, false, "bf16", "f32", 200, 136, 104, true, false, {NULL}},
+    {"gemm bf16 B^T", PTR, true, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
+    {"gemm f16 A^T B^T", PTR, false, "f16", "f32", 136, 136, 264, true, true, {NULL}},
+    {"gemm bf16 1 stage", PTR, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
+    {"gemm bf16 2 stages", PTR, false, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}},
+    {"gemm bf16 4 stages 128x256", PTR, false, "bf16", "f32", 264, 520, 328, false, false,
      {"STAGES", "4", "BLOCK_N", "256", NULL}},
-    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}},
+    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, false, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}},
     /* mma.sync: tiles below 64 rows, fewer than 4 warps */
-    {"gemm bf16 mma.sync 32x32", PTR, "bf16", "f32", 72, 56, 48, false, false,
+    {"gemm bf16 mma.sync 32x32", PTR, false, "bf16", "f32", 72, 56, 48, false, false,
      {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "WARPS", "2", NULL}},
-    {"gemm f16 mma.sync 16x64 B^T", PTR, "f16", "f32", 40, 136, 64, false, true,
+    {"gemm f16 mma.sync 16x64 B^T", PTR, false, "f16", "f32", 40, 136, 64, false, true,
      {"BLOCK_M", "16", "BLOCK_N", "64", "BLOCK_K", "32", "WARPS", "4", NULL}},
     /* descriptors: TMA rings and TMA stores, clipped edges */
-    {"gemm_tma bf16 264x200x136", TMA, "bf16", "bf16", 264, 200, 136, false, false, {NULL}},
-    {"gemm_tma bf16 A^T", TMA, "bf16", "bf16", 200, 136, 104, true, false, {NULL}},
-    {"gemm_tma bf16 B^T", TMA, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
-    {"gemm_tma f16 A^T B^T", TMA, "f16", "f16", 136, 136, 264, true, true, {NULL}},
-    {"gemm_tma bf16 1 stage", TMA, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
-    {"gemm_tma bf16 2 stages", TMA, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}},
-    {"gemm_tma bf16 3 stages 128x256", TMA, "bf16", "bf16", 264, 520, 328, false, false,
+    {"gemm_tma bf16 264x200x136", TMA, true, "bf16", "bf16", 264, 200, 136, false, false, {NULL}},
+    {"gemm_tma bf16 A^T", TMA, false, "bf16", "bf16", 200, 136, 104, true, false, {NULL}},
+    {"gemm_tma bf16 B^T", TMA, false, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
+    {"gemm_tma f16 A^T B^T", TMA, true, "f16", "f16", 136, 136, 264, true, true, {NULL}},
+    {"gemm_tma bf16 1 stage", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
+    {"gemm_tma bf16 2 stages", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}},
+    {"gemm_tma bf16 3 stages 128x256", TMA, false, "bf16", "bf16", 264, 520, 328, false, false,
      {"STAGES", "3", "BLOCK_N", "256", NULL}},
-    {"gemm_tma bf16 k 40", TMA, "bf16", "bf16", 136, 72, 40, false, false, {NULL}},
+    {"gemm_tma bf16 k 40", TMA, false, "bf16", "bf16", 136, 72, 40, false, false, {NULL}},
+    /* fp8: A [m, k] and B^T [n, k], both K-major */
+    {"gemm_fp8 e4m3 264x200x144", FP8, true, "f8e4m3", "bf16", 264, 200, 144, false, true, {NULL}},
+    {"gemm_fp8 e5m2 f32 out 2 stages", FP8, false, "f8e5m2", "f32", 200, 264, 400, false, true,
+     {"STAGES", "2", "BLOCK_N", "128", NULL}},
+    {"gemm_fp8 e4m3 k 4096", FP8, false, "f8e4m3", "bf16", 136, 264, 4096, false, true, {NULL}},
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only) {

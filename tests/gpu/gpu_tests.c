@@ -320,6 +320,7 @@ static const Case cases[] = {
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only);
+int gpu_tma_tests(Gpu *g, const char *only);
 
 int gpu_tests_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
@@ -338,6 +339,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
     if (ok) g.passed++;
     else g.failed++;
   }
+  gpu_tma_tests(&g, only);
   gpu_gemm_tests(&g, only);
   printf("%d passed, %d failed\n", g.passed, g.failed);
   gpu_close(&g);

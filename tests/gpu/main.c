@@ -3,7 +3,12 @@
  * LLVM) to a GPU machine that has no LLVM installed.
  *
  *   tile-gpu test [NAME]   run the GPU tests (those whose name contains NAME)
- *   tile-gpu bench         run the benchmarks; last a Markdown table
+ *   tile-gpu bench [SECTION] run the benchmarks (memory, gemm, launch,
+ *                          compile); last a Markdown table
+ *   tile-gpu debug-trap barrier|offset
+ *                          (used by the tests) a kernel in the debug mode
+ *                          with a broken barrier protocol or a misaligned
+ *                          TMA offset
  *
  * Sources (.tile files) are read from TILE_SOURCE_ROOT, or the directory
  * given by --root DIR before the command. Exits 77 (skipped) without a GPU.
@@ -17,6 +22,7 @@
 
 int gpu_tests_main(int argc, char **argv, const char *source_root);
 int gpu_bench_main(int argc, char **argv, const char *source_root);
+int gpu_debug_trap_child(const char *what, const char *source_root);
 
 int main(int argc, char **argv) {
   const char *root = TILE_SOURCE_ROOT;
@@ -24,6 +30,7 @@ int main(int argc, char **argv) {
   if (i + 1 < argc && !strcmp(argv[i], "--root")) root = argv[i + 1], i += 2;
   if (i < argc && !strcmp(argv[i], "test")) return gpu_tests_main(argc - i - 1, argv + i + 1, root);
   if (i < argc && !strcmp(argv[i], "bench")) return gpu_bench_main(argc - i - 1, argv + i + 1, root);
-  fprintf(stderr, "usage: tile-gpu [--root DIR] test [NAME] | bench\n");
+  if (i < argc && !strcmp(argv[i], "debug-trap")) return gpu_debug_trap_child(i + 1 < argc ? argv[i + 1] : NULL, root);
+  fprintf(stderr, "usage: tile-gpu [--root DIR] test [NAME] | bench [SECTION]\n");
   return 2;
 }

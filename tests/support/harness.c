@@ -141,3 +141,51 @@ char *harness_nested(const char *prefix, char open, const char *middle, char clo
   return s;
 }
 
+
+void harness_describe(const char *path, const char *const *defines, char *buf, size_t size) {
+  size_t len = (size_t)snprintf(buf, size, "%s", path);
+  for (int i = 0; defines && defines[2 * i] && len < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, " -D %s=%s", defines[2 * i], defines[2 * i + 1]);
+}
+
+int harness_count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+char *harness_line_with(const char *text, const char *needle) {
+  const char *hit = strstr(text, needle);
+  if (!hit) return NULL;
+  const char *start = hit;
+  while (start > text && start[-1] != '\n') start--;
+  const char *end = strchr(hit, '\n');
+  return strndup(start, end ? (size_t)(end - start) : strlen(start));
+}
+
+HarnessLoop harness_split_at_loop(const char *text) {
+  const char *for_line = strstr(text, " = for ");
+  cr_assert(for_line, "no loop in:\n%s", text);
+  while (for_line > text && for_line[-1] != '\n') for_line--;
+  size_t indent = strspn(for_line, " ");
+  const char *body = strchr(for_line, '\n');
+  cr_assert(body, "the loop has no body:\n%s", text);
+  body++;
+  /* The loop closes on the first line that starts with '}' at its indent
+   * (the body's own lines are indented deeper). */
+  const char *close = body;
+  while (!(strspn(close, " ") == indent && close[indent] == '}')) {
+    const char *nl = strchr(close, '\n');
+    cr_assert(nl, "unterminated loop in:\n%s", text);
+    close = nl + 1;
+  }
+  const char *after = strchr(close, '\n');
+  return (HarnessLoop){strndup(text, (size_t)(body - text)), strndup(body, (size_t)(close - body)),
+                       strdup(after ? after + 1 : "")};
+}
+
+void harness_loop_free(HarnessLoop *l) {
+  free(l->before);
+  free(l->body);
+  free(l->after);
+}

@@ -1,7 +1,8 @@
 /* harness.h - helpers for tests that compile .tile kernels and run them in
  * the interpreter against C references: reading sources from the tree,
  * typed host buffers (random fill, poisoning, element access in double),
- * and the relative-error measure every kernel test uses. */
+ * the relative-error measure every kernel test uses, and small searches
+ * in the text the compiler emits. */
 #ifndef TILE_TEST_HARNESS_H
 #define TILE_TEST_HARNESS_H
 
@@ -53,6 +54,27 @@ double rel_error(const HBuf *got, const double *want, size_t n);
 /* prefix + n copies of open + middle + n copies of close + suffix
  * (malloc'd, NUL terminated): deeply nested sources for limit tests. */
 char *harness_nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n);
+
+/* "path -D NAME=VALUE ..." for messages about a compiled kernel (defines
+ * as for harness_compile; truncated to size). */
+void harness_describe(const char *path, const char *const *defines, char *buf, size_t size);
+
+/* ---- text the compiler emits (lowered IR, PTX) ---- */
+
+/* Occurrences of needle in text. */
+int harness_count(const char *text, const char *needle);
+/* The first line containing needle (malloc'd, without its newline), or NULL. */
+char *harness_line_with(const char *text, const char *needle);
+
+/* Printed IR with one loop, cut in three (each malloc'd): the ops before
+ * the loop with its `for` line, the loop body, and what follows the loop.
+ * Fails the test when text has no loop. */
+typedef struct HarnessLoop {
+  char *before, *body, *after;
+} HarnessLoop;
+
+HarnessLoop harness_split_at_loop(const char *text);
+void harness_loop_free(HarnessLoop *l);
 
 /* Runs kernel 0 of c in the interpreter; fails the test with the message
  * on error. */

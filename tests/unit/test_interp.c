@@ -724,7 +724,8 @@ Test(interp, block_load_zero_fills_outside) {
   args[0].desc.strides[1] = 1;
   args[1] = aptr(out);
   Buf bufs[] = {{t, sizeof t, "t"}, {out, sizeof out, "out"}};
-  const int offsets[][2] = {{4, 8}, {-3, -5}};
+  /* column offsets are multiples of 4 f32 (16 bytes: TMA rows) */
+  const int offsets[][2] = {{4, 8}, {-3, -8}};
   for (int o = 0; o < 2; o++) {
     args[2] = aint(offsets[o][0]);
     args[3] = aint(offsets[o][1]);
@@ -748,7 +749,7 @@ Test(interp, block_store_skips_outside) {
   kbegin(&k, "bs", 1, params, (const char *[]){"t"});
   Value *v = bin(&k, OP_ADD, cast(&k, tile_offsets(&k, NULL, NULL, BOX, BOX, cint(&k, ts(SK_I32), BOX)), SK_F32),
                  cflt(&k, t2(SK_F32, BOX, BOX), 100.0));
-  emit(&k, OP_BLOCK_STORE, 0, NULL, OPS(arg(&k, 0), v, cint(&k, ts(SK_I32), 4), cint(&k, ts(SK_I32), 3)));
+  emit(&k, OP_BLOCK_STORE, 0, NULL, OPS(arg(&k, 0), v, cint(&k, ts(SK_I32), 4), cint(&k, ts(SK_I32), 4)));
   ret(&k);
   InterpArg args[1];
   memset(args, 0, sizeof args);
@@ -761,11 +762,41 @@ Test(interp, block_store_skips_outside) {
   run_ok(&k, 1, args, 1, bufs, 1);
   for (int r = 0; r < ROWS; r++)
     for (int c = 0; c < COLS; c++) {
-      bool inside = r >= 4 && c >= 3;
-      float want = inside ? 100.0f + (float)((r - 4) * BOX + (c - 3)) : -1.0f;
+      bool inside = r >= 4 && c >= 4;
+      float want = inside ? 100.0f + (float)((r - 4) * BOX + (c - 4)) : -1.0f;
       cr_assert_eq(t[r * COLS + c], want, "[%d, %d]", r, c);
     }
   for (int i = ROWS * COLS; i < ROWS * COLS + 4; i++) cr_assert_eq(t[i], -1.0f);
+  kend(&k);
+}
+
+/* The last offset of a block access must start rows on 16 bytes, as TMA
+ * copies do on the GPU (which stops the kernel otherwise). */
+Test(interp, block_offsets_start_rows_on_16_bytes) {
+  float t[64];
+  TType params[] = {desc_of(SK_F32, 2), ts(SK_I32)};
+  K k;
+  kbegin(&k, "bo", 2, params, (const char *[]){"t", "c0"});
+  Value *box = OP(&k, OP_BLOCK_LOAD, t2(SK_F32, 4, 4), arg(&k, 0), cint(&k, ts(SK_I32), 0), arg(&k, 1));
+  emit(&k, OP_BLOCK_STORE, 0, NULL, OPS(arg(&k, 0), box, cint(&k, ts(SK_I32), 4), cint(&k, ts(SK_I32), 0)));
+  ret(&k);
+  InterpArg args[2];
+  memset(args, 0, sizeof args);
+  args[0].desc.base = t;
+  args[0].desc.shape[0] = 8;
+  args[0].desc.shape[1] = 8;
+  args[0].desc.strides[0] = 8;
+  args[0].desc.strides[1] = 1;
+  Buf bufs[] = {{t, sizeof t, "t"}};
+  for (int i = 0; i < 64; i++) t[i] = (float)i;
+  args[1] = aint(4);
+  run_ok(&k, 1, args, 2, bufs, 1);
+  cr_assert_eq(t[4 * 8 + 1], 5.0f, "row 0 of the box at (0, 4) stored at (4, 0)");
+  args[1] = aint(3);
+  char *err = run(&k, 1, args, 2, bufs, 1);
+  cr_assert(err && strstr(err, "load_block offset 3 in the last dimension is not a multiple of 4 elements (16 bytes"),
+            "%s", err ? err : "(no error)");
+  free(err);
   kend(&k);
 }
 
