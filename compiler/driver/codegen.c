@@ -43,12 +43,13 @@ char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes, const De
       sb_printf(&sb, "param %s %s", p->name, scalar_name((ScalarKind)t.kind));
     if (t.kind == SK_DESC) {
       /* param NAME desc ELEM R box B0 .. B(R-1) swizzle S: the box of one
-       * TMA copy, in the language's dimension order. A descriptor no
-       * copy uses gets its whole extent as a nominal 1-element box. */
+       * TMA copy, in the language's dimension order. A descriptor no copy
+       * uses gets the smallest valid box: one 16-byte row. */
       const DescBox *d = descs && descs[i].used ? &descs[i] : NULL;
       sb_printf(&sb, " %d box", t.desc_rank);
-      for (int k = 0; k < t.desc_rank; k++) sb_printf(&sb, " %d", d ? (int)d->box[k] : 1);
-      if (d && d->swizzle) sb_printf(&sb, " swizzle %d", d->swizzle);
+      for (int k = 0; k < t.desc_rank; k++)
+        sb_printf(&sb, " %d", d ? (int)d->box[k] : k + 1 < t.desc_rank ? 1 : 16 / scalar_bytes((ScalarKind)t.pointee));
+      sb_printf(&sb, " swizzle %d", d ? d->swizzle : 0);
     }
     if (p->align) sb_printf(&sb, " align %lld", (long long)p->align);
     if (p->multiple_of) sb_printf(&sb, " multiple_of %lld", (long long)p->multiple_of);

@@ -767,7 +767,9 @@ static void verify_params(Verifier *v) {
   const Func *f = v->func;
   for (uint32_t i = 0; i < f->body.nargs; i++) {
     char why[VERIFY_MAX_MESSAGE / 2];
-    if (type_problem(f->body.args[i].type, why, sizeof why)) {
+    bool buffer = type_is_buffer(f->body.args[i].type);
+    if (buffer) snprintf(why, sizeof why, "kernel parameters cannot be shared-memory buffers");
+    if (buffer || type_problem(f->body.args[i].type, why, sizeof why)) {
       const char *name = f->params && f->params[i].name ? f->params[i].name : "?";
       diag_error(v->diags, f->loc, "invalid IR: kernel @%s: parameter %%%s has invalid type %s: %s",
                  f->name ? f->name : "", name, tt(f->body.args[i].type).s, why);

@@ -22,7 +22,7 @@ bool verify_buffer_type_problem(TType t, char *why, size_t size) {
     return false;
   }
   if (!is_element_kind(t.pointee) || t.pointee == SK_I1)
-    return snprintf(why, size, "a shared buffer holds numbers or pointers"), true;
+    return snprintf(why, size, "a shared buffer holds numbers (not i1, not pointers)"), true;
   if (t.rank < 1 || t.rank > TILE_MAX_RANK) return snprintf(why, size, "a shared buffer has rank 1 to %d", TILE_MAX_RANK), true;
   /* Dimension 0 of a ring counts its slots (any number, e.g. 3 stages). */
   for (int i = 0; i < t.rank; i++)
@@ -55,6 +55,10 @@ static void check_alloc(Verifier *v, const Op *op) {
     return;
   }
   if (!expect(v, op, is_smem(r), "result must be a shared buffer")) return;
+  for (int i = op->attr[2] ? 1 : 0; i < r.rank; i++)
+    if (r.shape[i] & (r.shape[i] - 1))
+      report(v, op, "dimension %d is not a power of two (only dimension 0 of a ring may be any size)", r.shape[i]);
+  if (op->attr[2] && r.rank < 2) report(v, op, "a ring has a dimension of slots and at least one more");
   int64_t sw = op->attr[1];
   if (sw != 0 && sw != 32 && sw != 64 && sw != 128) report(v, op, "swizzle %lld is not 0, 32, 64 or 128", (long long)sw);
   if (op->attr[0] % (sw ? 1024 : 16)) report(v, op, "offset %lld is not aligned for swizzle %lld", (long long)op->attr[0], (long long)sw);
@@ -148,12 +152,18 @@ static void check_wgmma(Verifier *v, const Op *op) {
     return;
   }
   if (!tc_input(ea) || !tc_input(eb)) report(v, op, "tensor-core inputs are bf16, f16 or fp8");
+  bool fp8a = ea == SK_F8E4M3 || ea == SK_F8E5M2, fp8b = eb == SK_F8E4M3 || eb == SK_F8E5M2;
+  if (fp8a != fp8b || (!fp8a && ea != eb))
+    report(v, op, "operands must both be bf16, both f16, or both fp8 (e4m3 and e5m2 may mix)");
+  if (fp8a && (op->attr[0] || !op->attr[1]))
+    report(v, op, "fp8 operands must be K-major: A as is (no trans_a), B transposed (trans_b)");
   if (k != k2 || acc.rank != 2 || acc.shape[0] != m || acc.shape[1] != n || acc.kind != SK_F32)
     report(v, op, "shapes do not match: %s x %s into %s", tt(a).s, tt(b).s, tt(acc).s);
   if (!type_eq(op->results[0].type, acc)) report(v, op, "the result must have the accumulator's type");
 }
 
 static void check_wgmma_wait(Verifier *v, const Op *op) {
+  if (op->attr[0] < 0) report(v, op, "pending must not be negative");
   if (op->noperands != op->nresults) {
     report(v, op, "%u operands but %u results", op->noperands, op->nresults);
     return;

@@ -57,8 +57,11 @@ bool wgmma_shape(int M, int N, int K, int num_warps, WgmmaShape *out) {
   int groups = num_warps / WARPGROUP_WARPS;
   out->M = M, out->N = N, out->K = K, out->num_warps = num_warps;
   out->gm = groups < M / WGMMA_M ? groups : M / WGMMA_M;
-  int left = groups / out->gm;
-  out->gn = left < N / WGMMA_MIN_N ? left : N / WGMMA_MIN_N;
+  /* Warpgroups split N only down to WGMMA_MIN_SPLIT_N columns each: an
+   * N-major B operand needs instructions at least one 128-byte swizzle
+   * atom (64 16-bit elements) wide; the rest replicate. */
+  int left = groups / out->gm, most = N / WGMMA_MIN_SPLIT_N > 1 ? N / WGMMA_MIN_SPLIT_N : 1;
+  out->gn = left < most ? left : most;
   int n_per_group = N / out->gn;
   out->inst_n = n_per_group < WGMMA_MAX_N ? n_per_group : WGMMA_MAX_N;
   out->n_rep = n_per_group / out->inst_n;

@@ -39,6 +39,8 @@
 /* N of one wgmma instruction: a multiple of 8 up to 256 (PTX ISA). */
 #define WGMMA_MAX_N 256
 #define WGMMA_MIN_N 8
+/* Columns per warpgroup when warpgroups share N (see wgmma_shape). */
+#define WGMMA_MIN_SPLIT_N 64
 
 typedef struct WgmmaShape {
   int M, N, K;    /* the dot: [M, K] x [K, N] */

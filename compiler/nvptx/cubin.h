@@ -8,7 +8,8 @@
  *                    the CUDA toolkit is absent);
  *   CUBIN_PTXAS      a ptxas subprocess (posix_spawn, no shell) on
  *                    temporary files;
- *   CUBIN_AUTO       nvJitLink if it loads, else ptxas.
+ *   CUBIN_AUTO       ptxas if it is installed, else nvJitLink (ptxas
+ *                    compiles the whole program: see cubin_compile).
  *
  * Both ask for ptxas's verbose resource report and parse it into per-kernel
  * statistics (registers, spills, stack, shared memory), so the compiler can
@@ -29,7 +30,7 @@
 #define CUBIN_DEFAULT_ARCH "sm_90a"
 
 typedef enum CubinLinker {
-  CUBIN_AUTO,      /* nvJitLink if it loads, else ptxas */
+  CUBIN_AUTO,      /* ptxas if it is installed, else nvJitLink */
   CUBIN_NVJITLINK, /* only nvJitLink */
   CUBIN_PTXAS,     /* only the ptxas executable */
 } CubinLinker;

@@ -228,11 +228,10 @@ static IrBuilder staging_point(Sched *s, Op *dot, Value *v, bool *hoisted) {
   Block *vb = value_block(v);
   *hoisted = vb != dot->parent && encloses(vb, dot->parent);
   if (!*hoisted) return irb_before(s->a, dot);
-  if (v->def) {
-    if (v->def->next) return irb_before(s->a, v->def->next);
-    return irb_at_end(s->a, vb);
-  }
-  return vb->first ? irb_before(s->a, vb->first) : irb_at_end(s->a, vb);
+  IrBuilder b = v->def ? (v->def->next ? irb_before(s->a, v->def->next) : irb_at_end(s->a, vb))
+                       : (vb->first ? irb_before(s->a, vb->first) : irb_at_end(s->a, vb));
+  b.loc = dot->loc; /* the ops serve the dot */
+  return b;
 }
 
 /* An operand in a buffer: the buffer holds it, or its transpose. */
@@ -392,12 +391,17 @@ static void count_uses(Block *b, PtrMap *uses) {
   }
 }
 
-static void drop_unused_reads(Block *b, PtrMap *uses) {
+static bool drop_unused_reads(Block *b, PtrMap *uses) {
+  bool dropped = false;
   for (Op *op = b->first, *next; op; op = next) {
     next = op->next;
-    for (int r = 0; r < op->nregions; r++) drop_unused_reads(&op->regions[r], uses);
-    if ((op->kind == OP_SMEM_LOAD || op->kind == OP_TRANS) && !ptrmap_get(uses, &op->results[0])) ir_unlink(op);
+    for (int r = 0; r < op->nregions; r++) dropped |= drop_unused_reads(&op->regions[r], uses);
+    if ((op->kind == OP_SMEM_LOAD || op->kind == OP_TRANS) && !ptrmap_get(uses, &op->results[0])) {
+      ir_unlink(op);
+      dropped = true;
+    }
   }
+  return dropped;
 }
 
 bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, Diags *diags, ScheduleResult *out) {
@@ -411,9 +415,13 @@ bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, D
   if (!s.failed) visit_kind(&s, &f->body, OP_DOT, visit_dot);
   if (!s.failed) visit_kind(&s, &f->body, OP_BLOCK_LOAD, visit_block_load);
   if (!s.failed) visit_kind(&s, &f->body, OP_BLOCK_STORE, visit_block_store);
-  PtrMap uses;
-  ptrmap_init(&uses, a);
-  count_uses(&f->body, &uses);
-  drop_unused_reads(&f->body, &uses);
+  /* A trans dropped can leave the read under it unused: until nothing
+   * changes (a few rounds: reads are at most two deep). */
+  for (bool again = true; again;) {
+    PtrMap uses;
+    ptrmap_init(&uses, a);
+    count_uses(&f->body, &uses);
+    again = drop_unused_reads(&f->body, &uses);
+  }
   return !s.failed;
 }

@@ -145,9 +145,26 @@ static bool is_fp8(unsigned k) { return k == SK_F8E4M3 || k == SK_F8E5M2; }
 
 /* The deps must come out in body order for the copies to be valid. */
 static void sort_deps(Pipe *p) {
-  int n = 0;
+  Op *listed[PIPE_MAX_DEPS];
+  int nlisted = p->ndeps, n = 0;
+  memcpy(listed, p->deps, sizeof(Op *) * (size_t)nlisted);
   for (Op *op = p->body->first; op; op = op->next)
-    if (dep_listed(p, op)) p->deps[n++] = op;
+    for (int i = 0; i < nlisted; i++)
+      if (listed[i] == op) {
+        p->deps[n++] = op;
+        break;
+      }
+}
+
+/* Whether v is used in b (or its regions) by an op other than `user`. */
+static bool other_uses(const Block *b, const Value *v, const Op *user) {
+  for (const Op *op = b->first; op; op = op->next) {
+    for (uint32_t i = 0; i < op->noperands; i++)
+      if (op->operands[i] == v && op != user) return true;
+    for (int r = 0; r < op->nregions; r++)
+      if (other_uses(&op->regions[r], v, user)) return true;
+  }
+  return false;
 }
 
 /* D = 1 for a single dot whose accumulator only chains through the loop. */
@@ -159,14 +176,9 @@ static int pick_overlap(const Pipe *p) {
   uint32_t k = acc->index - 1; /* iter index */
   const Op *y = p->body->last;
   if (!y || y->kind != OP_YIELD || y->operands[k] != &dot->results[0]) return 0;
-  /* no other use of the accumulator or the dot's result in the body */
-  for (Op *op = p->body->first; op; op = op->next)
-    for (uint32_t i = 0; i < op->noperands; i++) {
-      const Value *v = op->operands[i];
-      if (v == acc && op != dot) return 0;
-      if (v == &dot->results[0] && op != y) return 0;
-    }
-  return 1;
+  /* no other use of the accumulator or the dot's result in the body,
+   * nested regions included */
+  return other_uses(p->body, acc, dot) || other_uses(p->body, &dot->results[0], y) ? 0 : 1;
 }
 
 /* ---- building ---- */
@@ -268,8 +280,10 @@ static void rewrite(Pipe *p) {
   Sched *s = p->s;
   Op *loop = p->loop;
   make_rings(p);
-  /* prologue */
+  /* prologue: the rings may reuse bytes that threads still read (scratch,
+   * buffers whose live ranges ended), so everyone is past them first */
   IrBuilder pre = irb_before(s->a, loop);
+  sched_barrier(&pre);
   for (int j = 0; j < p->P; j++) {
     Value *ivj = irb_binary(&pre, OP_ADD, p->lo, irb_binary(&pre, OP_MUL, p->step, const_like(&pre, p->step, j)));
     issue(p, &pre, irb_const_int(&pre, SK_I32, j), ivj);

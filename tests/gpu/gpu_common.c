@@ -71,6 +71,28 @@ bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Vari
   return variant_build_opts(g, relpath, defines, &go, v);
 }
 
+/* The source with every `@pipeline(...)` removed. */
+char *strip_pipeline(const char *src, size_t *len) {
+  char *out = malloc(strlen(src) + 1), *o = out;
+  for (const char *p = src; *p;) {
+    if (!strncmp(p, "@pipeline(", 10)) {
+      p += 9; /* at its '(' */
+      for (int depth = 0; *p; p++) {
+        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+        if (!depth) {
+          p++;
+          break;
+        }
+      }
+      continue;
+    }
+    *o++ = *p++;
+  }
+  *o = 0;
+  *len = (size_t)(o - out);
+  return out;
+}
+
 char *variant_read_source(Gpu *g, const char *relpath, size_t *len) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", g->source_root, relpath);

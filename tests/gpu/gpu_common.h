@@ -57,6 +57,9 @@ void gpu_close(Gpu *g);
 /* Compiles `relpath` (under the source root) with NAME=VALUE defines
  * (NULL-terminated pairs) to a cubin and loads its only kernel. */
 bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Variant *v);
+/* The source with every `@pipeline(...)` annotation removed (malloc'd):
+ * annotations never change results, which the suites check with it. */
+char *strip_pipeline(const char *src, size_t *len);
 /* The source of a file under the root (malloc'd), or NULL. */
 char *variant_read_source(Gpu *g, const char *relpath, size_t *len);
 /* From source text (reported as relpath). */

@@ -137,28 +137,6 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
   return ok;
 }
 
-/* The source with every `@pipeline(...)` removed. */
-static char *strip_pipeline(const char *src, size_t *len) {
-  char *out = malloc(strlen(src) + 1), *o = out;
-  for (const char *p = src; *p;) {
-    if (!strncmp(p, "@pipeline(", 10)) {
-      p += 9; /* at its '(' */
-      for (int depth = 0; *p; p++) {
-        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
-        if (!depth) {
-          p++;
-          break;
-        }
-      }
-      continue;
-    }
-    *o++ = *p++;
-  }
-  *o = 0;
-  *len = (size_t)(o - out);
-  return out;
-}
-
 /* Runs the case's kernel without @pipeline on the same inputs; C must be
  * bit for bit what the annotated kernel wrote. */
 static bool same_without_pipeline(Gpu *g, const char *file, const char *const *defs, tile_arg *ta, int na,

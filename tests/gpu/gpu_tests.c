@@ -48,6 +48,9 @@ typedef struct Case {
    * double computed from the inputs; `tol` is the limit */
   double (*reference)(DBuf *bufs, int n);
   double ref_tol;
+  /* also run the kernel with its @pipeline annotations removed: every
+   * output must be bit for bit the same */
+  bool unannotated;
 } Case;
 
 /* The buffer of parameter `name`. */
@@ -162,6 +165,44 @@ static void set_tile_arg(tile_arg *t, tc_arg *ia, const tc_param *p, const Arg *
   }
 }
 
+/* The case's kernel without @pipeline, launched on the same inputs (the
+ * OUT buffers poisoned again); its outputs must equal the first run's. */
+static bool same_without_pipeline(Gpu *g, const Case *c, const Variant *v, DBuf *bufs, int n, tile_arg *targs,
+                                  const uint32_t grid[3]) {
+  size_t len;
+  char *src = variant_read_source(g, c->file, &len), *bare = src ? strip_pipeline(src, &len) : NULL;
+  free(src);
+  if (!bare) return false;
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+  Variant w;
+  bool ok = variant_build_text(g, c->file, bare, len, c->defines[0] ? c->defines : NULL, &go, &w);
+  free(bare);
+  void *first[MAX_ARGS] = {0};
+  for (int i = 0; ok && i < n; i++) {
+    const Arg *a = find_arg(c, bufs[i].name ? bufs[i].name : "");
+    if (!bufs[i].host || !a || a->role != OUT) continue;
+    first[i] = malloc(bufs[i].n * bufs[i].elem_bytes);
+    memcpy(first[i], bufs[i].host, bufs[i].n * bufs[i].elem_bytes);
+    dbuf_poison(&bufs[i]);
+    ok = dbuf_upload(g, &bufs[i]);
+  }
+  if (ok && (tile_launch(w.kernel, grid, NULL, targs, n) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  launch without @pipeline failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!first[i]) continue;
+    if (ok && dbuf_download(g, &bufs[i]) && memcmp(first[i], bufs[i].host, bufs[i].n * bufs[i].elem_bytes)) {
+      printf("  %s differs without @pipeline\n", bufs[i].name);
+      ok = false;
+    }
+    free(first[i]);
+  }
+  (void)v;
+  variant_free(&w);
+  return ok;
+}
+
 static bool run_case(Gpu *g, const Case *c, uint64_t seed) {
   Variant v;
   bool ok = variant_build(g, c->file, c->defines, &v);
@@ -233,6 +274,7 @@ static bool run_case(Gpu *g, const Case *c, uint64_t seed) {
     if (!(e <= c->ref_tol)) printf("  relative error %.3g vs the C reference (limit %.3g)\n", e, c->ref_tol);
     ok = e <= c->ref_tol;
   }
+  if (ok && c->unannotated) ok = same_without_pipeline(g, c, &v, bufs, n, targs, grid);
   for (int i = 0; i < n; i++) {
     dbuf_free(g, &bufs[i]);
     free(interp_host[i]);
@@ -271,52 +313,53 @@ static void prepare_reductions(DBuf *bufs, int n) {
 static const Case cases[] = {
     {"vector_add f32", "tests/kernels/vector_add.tile", {"T", "f32", NULL}, 100003, "BLOCK", 0,
      {OUTB("z", 100003, 0), INB("x", 100003, -100, 100), INB("y", 100003, -100, 100), SC("n", 100003)}, NULL,
-     ref_vector_add, F32_TOL},
+     ref_vector_add, F32_TOL, false},
     {"vector_add i32", "tests/kernels/vector_add.tile", {"T", "i32", "BLOCK", "256", NULL}, 777, "BLOCK", 0,
-     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL, NULL, 0},
+     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL, NULL, 0, false},
     {"vector_add bf16", "tests/kernels/vector_add.tile", {"T", "bf16", NULL}, 5000, "BLOCK", 0,
-     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL, NULL, 0},
+     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL, NULL, 0, false},
     {"reductions", "tests/kernels/reductions.tile", {NULL}, 33, "BLOCK_R", 0,
      {OUTB("row_sum", 33, F32_TOL), OUTB("row_max", 33, 0), OUTB("row_argmax", 33, 0), ZEROB("col_sum", 50, F32_TOL),
       ZEROB("total", 1, F32_TOL), INB("x", 33 * 50, -10, 10), SC("rows", 33), SC("cols", 50)}, prepare_reductions,
-     NULL, 0},
+     NULL, 0, false},
     {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
-     prepare_casts, NULL, 0},
+     prepare_casts, NULL, 0, false},
     {"histogram", "tests/kernels/atomics.tile", {NULL}, 1000, "BLOCK", 0,
-     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL, NULL, 0},
+     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL, NULL, 0, false},
     {"naive_attention", "tests/kernels/naive_attention.tile", {NULL}, 2, NULL, 0,
      {OUTB("out", 2 * 100 * 64, F32_TOL), INB("q", 2 * 100 * 64, -1, 1), INB("k", 2 * 100 * 64, -1, 1),
-      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL, ref_naive, F32_TOL},
+      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL, ref_naive, F32_TOL, false},
     {"naive_attention causal", "tests/kernels/naive_attention.tile", {"CAUSAL", "true", NULL}, 1, NULL, 0,
      {OUTB("out", 128 * 64, F32_TOL), INB("q", 128 * 64, -1, 1), INB("k", 128 * 64, -1, 1),
-      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL, NULL, 0},
+      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL, NULL, 0, false},
     {"softmax 37x1000", "lang/std/softmax.tile", {NULL}, 37, NULL, 0,
      {OUTB("out", 37 * 1024, F32_TOL), INB("x", 37 * 1024, -4, 4), SC("n", 1000), SC("stride", 1024)}, NULL,
-     ref_softmax_37, F32_TOL},
+     ref_softmax_37, F32_TOL, false},
     {"softmax 5x4096", "lang/std/softmax.tile", {"BLOCK", "4096", NULL}, 5, NULL, 0,
-     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL, NULL, 0},
+     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL, NULL, 0, false},
     {"layernorm f32", "lang/std/layernorm.tile", {NULL}, 13, NULL, 0,
      {OUTB("y", 13 * 2512, F32_TOL), INB("x", 13 * 2512, -2, 3), INB("w", 2500, 0.5, 1.5), INB("b", 2500, -1, 1),
-      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL, NULL, 0},
+      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL, NULL, 0, false},
     {"layernorm bf16", "lang/std/layernorm.tile", {"T", "bf16", "BLOCK", "256", NULL}, 7, NULL, 0,
      {OUTB("y", 7 * 784, BF16_TOL), INB("x", 7 * 784, -2, 3), INB("w", 777, 0.5, 1.5), INB("b", 777, -1, 1),
-      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL, NULL, 0},
+      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL, NULL, 0, false},
     {"flash_attention d64 full", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", NULL}, 300, "BLOCK_M", 2 * 3,
      {OUTB("out", 2 * 3 * 300 * 64, BF16_TOL), INB("q", 2 * 3 * 300 * 64, -1, 1), INB("k", 2 * 3 * 300 * 64, -1, 1),
       INB("v", 2 * 3 * 300 * 64, -1, 1), SC("seqlen", 300), SC("heads", 3), SC("sm_scale", 0.125),
-      SC("stride_b", 3 * 300 * 64), SC("stride_h", 300 * 64), SC("stride_n", 64)}, NULL, ref_flash_d64, BF16_TOL},
+      SC("stride_b", 3 * 300 * 64), SC("stride_h", 300 * 64), SC("stride_n", 64)}, NULL, ref_flash_d64, BF16_TOL,
+     true},
     {"flash_attention d128 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL},
      257, "BLOCK_M", 2,
      {OUTB("out", 2 * 257 * 128, BF16_TOL), INB("q", 2 * 257 * 128, -1, 1), INB("k", 2 * 257 * 128, -1, 1),
       INB("v", 2 * 257 * 128, -1, 1), SC("seqlen", 257), SC("heads", 2), SC("sm_scale", 0.08838834764831845),
-      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL, NULL, 0},
+      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL, NULL, 0, true},
     {"flash_attention d64 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", "CAUSAL", "true", NULL},
      190, "BLOCK_M", 1,
      {OUTB("out", 190 * 64, BF16_TOL), INB("q", 190 * 64, -1, 1), INB("k", 190 * 64, -1, 1),
       INB("v", 190 * 64, -1, 1), SC("seqlen", 190), SC("heads", 1), SC("sm_scale", 0.125),
-      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL, NULL, 0},
+      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL, NULL, 0, false},
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only);

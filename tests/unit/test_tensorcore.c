@@ -70,7 +70,8 @@ Test(wgmma, accumulator_matches_the_ptx_formula) {
   check_wgmma(128, 128, 8);
   check_wgmma(128, 256, 8);
   check_wgmma(256, 128, 8);
-  check_wgmma(64, 64, 8);   /* two warpgroups split N */
+  check_wgmma(64, 64, 8);   /* N too narrow to split: the second warpgroup replicates */
+  check_wgmma(64, 256, 8);  /* two warpgroups split N */
   check_wgmma(64, 16, 16);  /* more warpgroups than the tile needs: replicas */
   check_wgmma(128, 512, 4); /* two instructions along N */
 }
@@ -85,8 +86,11 @@ Test(wgmma, cuts) {
   cr_expect_eq(wgmma_acc_regs(&s), 128);
   cr_assert(wgmma_shape(64, 64, 64, 8, &s));
   cr_expect_eq(s.gm, 1);
+  cr_expect_eq(s.gn, 1, "warpgroups split N only down to 64 columns each");
+  cr_expect_eq(s.inst_n, 64);
+  cr_assert(wgmma_shape(64, 256, 64, 8, &s));
   cr_expect_eq(s.gn, 2);
-  cr_expect_eq(s.inst_n, 32);
+  cr_expect_eq(s.inst_n, 128);
   cr_expect_not(wgmma_shape(32, 64, 64, 4, &s), "M below 64");
   cr_expect_not(wgmma_shape(128, 64, 64, 2, &s), "fewer than 4 warps");
   cr_expect_not(wgmma_shape(128, 64, 64, 12, &s), "12 warps is not a power of two yet");
