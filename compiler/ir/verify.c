@@ -783,6 +783,7 @@ static bool verify_func(const Func *f, Diags *diags, bool lowered) {
   reset_marks(&f->body);
   verify_params(&v);
   verify_block(&v, &f->body);
+  if (lowered && v.ok) verify_gpu_uses(&v, &f->body);
   return v.ok;
 }
 

@@ -188,3 +188,19 @@ void verify_gpu_op(Verifier *v, const Op *op) {
   default: break; /* async_commit, fence_async, barrier: nothing to check */
   }
 }
+
+/* A wgmma's result is being computed until a wgmma_wait: only another
+ * wgmma (as its accumulator) or a wait may take it. */
+void verify_gpu_uses(Verifier *v, const Block *b) {
+  for (const Op *op = b->first; op; op = op->next) {
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      const Value *x = op->operands[i];
+      if (!x || !x->def || x->def->kind != OP_WGMMA) continue;
+      bool ok = op->kind == OP_WGMMA_WAIT || (op->kind == OP_WGMMA && i == 2);
+      if (!ok)
+        report(v, op, "operand %u is a wgmma result that no wgmma_wait has waited for (only a wgmma_wait or the "
+                      "accumulator of another wgmma may use it)", i);
+    }
+    for (int r = 0; r < op->nregions; r++) verify_gpu_uses(v, &op->regions[r]);
+  }
+}

@@ -34,5 +34,7 @@ bool is_element_kind(unsigned k);
 bool verify_buffer_type_problem(TType t, char *why, size_t size);
 /* Operand and result rules of one GPU operation (counts already checked). */
 void verify_gpu_op(Verifier *v, const Op *op);
+/* Who may use what: wgmma results only reach waits and wgmma. */
+void verify_gpu_uses(Verifier *v, const Block *b);
 
 #endif

@@ -282,12 +282,18 @@ static void assign_op(LayoutMap *m, const Op *op) {
   case OP_CONST:
   case OP_ARANGE: flexible = true; break;
   case OP_BROADCAST:
+    /* A broadcast is computed in the layouts its users want (its operand
+     * requested in the projection of each): broadcasting a row statistic
+     * of an accumulator into that accumulator's layout then moves no
+     * data. */
+    flexible = true;
+    break;
   case OP_EXPAND_DIMS:
   case OP_RESHAPE:
   case OP_TRANS: {
     const Layout *src = op->operands[0]->type.rank ? fixed_of(m, op->operands[0]) : NULL;
     if (!src) flexible = true;
-    else l = op->kind == OP_BROADCAST ? canonical_of(m, res->type) : derived_layout(m, op, src);
+    else l = derived_layout(m, op, src);
     break;
   }
   case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX: case OP_ARGMIN: {

@@ -55,6 +55,17 @@ double rel_error(const HBuf *got, const double *want, size_t n);
  * (malloc'd, NUL terminated): deeply nested sources for limit tests. */
 char *harness_nested(const char *prefix, char open, const char *middle, char close, const char *suffix, int n);
 
+/* Words of a specialization's defines: five NAME, VALUE pairs and the
+ * terminating NULL, with room to spare. */
+#define HARNESS_SPEC_WORDS 12
+
+/* A kernel file and the defines of one specialization (as for
+ * harness_compile), for tables of specializations. */
+typedef struct KernelSpec {
+  const char *path;
+  const char *defines[HARNESS_SPEC_WORDS];
+} KernelSpec;
+
 /* "path -D NAME=VALUE ..." for messages about a compiled kernel (defines
  * as for harness_compile; truncated to size). */
 void harness_describe(const char *path, const char *const *defines, char *buf, size_t size);

@@ -312,6 +312,45 @@ Test(cli, options_after_the_file) {
   result_free(&r);
 }
 
+/* ---- the GPU back end's report (-v) ------------------------------------ */
+
+/* The toolkit's ptxas, which the stand-in below wraps. */
+#define REAL_PTXAS "/usr/local/cuda/bin/ptxas"
+
+/* ptxas prints its C75xx notes (wgmma serialized, waits inserted) only
+ * for wgmma code that the back end does not emit, so a stand-in toolkit
+ * (CUDA_HOME=<tmp>: tilec runs <tmp>/bin/ptxas) runs the real ptxas and
+ * adds one such note, worded as ptxas words them. */
+static const char noting_ptxas[] =
+    "#!/bin/sh\n"
+    "\"" REAL_PTXAS "\" \"$@\" || exit $?\n"
+    "echo \"ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+    "the presence of Extern calls in the function 'add'\"\n";
+
+Test(cli, verbose_warns_when_ptxas_notes_wgmma_trouble) {
+  if (access(REAL_PTXAS, X_OK) != 0) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  const char *f = write_file("add.tile", good_src);
+  Result r = RUN(f, "-v", "--linker=ptxas");
+  if (r.status == 1 && strstr(r.err, "no GPU back end")) {
+    result_free(&r);
+    cr_skip_test("tilec was built without the GPU back end");
+  }
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.err, "add: 4 warps, 0 bytes shared memory, "), "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, "warning") == NULL, "the real ptxas notes nothing about add:\n%s", r.err);
+  result_free(&r);
+
+  cr_assert_eq(mkdir(tmp_path("bin"), 0700), 0);
+  cr_assert_eq(chmod(write_file("bin/ptxas", noting_ptxas), 0700), 0);
+  cr_assert_eq(setenv("CUDA_HOME", tmpdir, 1), 0); /* this test's own process */
+  r = RUN(f, "-v", "--linker=ptxas");
+  expect_status(&r, 0);
+  cr_expect(strstr(r.err, "add: warning: ptxas reported 1 wgmma note (C75xx: serialized or fenced tensor-core code);"
+                          " see ptxas -v\n") != NULL,
+            "stderr:\n%s", r.err);
+  result_free(&r);
+}
+
 /* ---- usage ----------------------------------------------------------------- */
 
 Test(cli, help_and_version_exit_0) {
