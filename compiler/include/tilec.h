@@ -91,7 +91,7 @@ tc_param tc_param_get(const tc_compilation *c, int kernel, int index);
 /* ---- the GPU back end ---- */
 
 typedef enum tc_linker {
-  TC_LINKER_AUTO,      /* the ptxas executable if installed, else nvJitLink in process */
+  TC_LINKER_AUTO,      /* nvJitLink in process, else ptxas; ptxas when nvJitLink serialized wgmma */
   TC_LINKER_NVJITLINK, /* libnvJitLink.so.13, opened with dlopen */
   TC_LINKER_PTXAS,     /* the ptxas executable */
   TC_LINKER_NONE,      /* stop at PTX */

@@ -1220,6 +1220,9 @@ done:
 
 /* ---- entry points -------------------------------------------------------- */
 
+/* The note ptxas gives when calls serialize a kernel's wgmma. */
+#define SERIALIZED_BY_CALLS "(C7509)"
+
 bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinResult *out,
                    char **error) {
   static const CubinOptions defaults = {.linker = CUBIN_AUTO};
@@ -1247,33 +1250,8 @@ bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinR
   if (!text) return false;
 
   bool ok = false;
-  if (opts->linker != CUBIN_NVJITLINK) {
-    /* ptxas first: it compiles the whole program. nvJitLink compiles PTX
-     * as relocatable code, where ptxas's out-of-line slow path of a
-     * correctly rounded f32 division counts as an external call, and an
-     * external call serializes every wgmma of the kernel (C7509). */
-    char *ptxas_error = NULL;
-    PtxasStatus st = compile_ptxas(opts, text, n, arch, out, &ptxas_error);
-    ok = st == PTXAS_OK;
-    if (st != PTXAS_NOT_FOUND || opts->linker == CUBIN_PTXAS) {
-      if (error)
-        *error = ptxas_error;
-      else
-        free(ptxas_error);
-      goto done;
-    }
-    /* AUTO without ptxas: nvJitLink; if that is missing too, say both. */
-    char *load_error = NULL;
-    CubinNvJitLink *lib = opts->nvjitlink ? opts->nvjitlink : cubin_nvjitlink_open(opts->cuda_home, &load_error);
-    if (lib) {
-      ok = compile_nvjitlink(lib, text, n, arch, out, error);
-      if (lib != opts->nvjitlink) cubin_nvjitlink_close(lib);
-    } else {
-      set_error(error, "no PTX assembler: %s; and %s", ptxas_error ? ptxas_error : "no ptxas",
-                load_error ? load_error : "no nvJitLink");
-    }
-    free(ptxas_error);
-    free(load_error);
+  if (opts->linker == CUBIN_PTXAS) {
+    ok = compile_ptxas(opts, text, n, arch, out, error) == PTXAS_OK;
     goto done;
   }
   CubinNvJitLink *lib = opts->nvjitlink;
@@ -1283,11 +1261,42 @@ bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinR
     ok = compile_nvjitlink(lib, text, n, arch, out, error);
     if (lib != opts->nvjitlink) cubin_nvjitlink_close(lib);
     free(load_error);
-  } else if (error) {
-    *error = load_error;
-  } else {
-    free(load_error);
+    /* nvJitLink compiles PTX as relocatable code, where ptxas's
+     * out-of-line slow path of a correctly rounded division counts as an
+     * external call, and an external call serializes every wgmma of the
+     * kernel (note C7509). A whole-program ptxas does not: auto redoes
+     * such a module with ptxas when it is installed. */
+    if (ok && opts->linker == CUBIN_AUTO && out->info_log && strstr(out->info_log, SERIALIZED_BY_CALLS)) {
+      CubinResult again = {0};
+      char *ptxas_error = NULL;
+      if (compile_ptxas(opts, text, n, arch, &again, &ptxas_error) == PTXAS_OK) {
+        cubin_result_free(out);
+        *out = again;
+      }
+      free(ptxas_error);
+    }
+    goto done;
   }
+  if (opts->linker == CUBIN_NVJITLINK) {
+    if (error)
+      *error = load_error;
+    else
+      free(load_error);
+    goto done;
+  }
+  /* AUTO without nvJitLink: ptxas; if that is missing too, say both. */
+  char *ptxas_error = NULL;
+  PtxasStatus st = compile_ptxas(opts, text, n, arch, out, &ptxas_error);
+  ok = st == PTXAS_OK;
+  if (st == PTXAS_NOT_FOUND)
+    set_error(error, "no PTX assembler: %s; and %s", load_error ? load_error : "no nvJitLink",
+              ptxas_error ? ptxas_error : "no ptxas");
+  else if (error) {
+    *error = ptxas_error;
+    ptxas_error = NULL;
+  }
+  free(ptxas_error);
+  free(load_error);
 
 done:
   free(text);

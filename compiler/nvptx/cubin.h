@@ -8,8 +8,9 @@
  *                    the CUDA toolkit is absent);
  *   CUBIN_PTXAS      a ptxas subprocess (posix_spawn, no shell) on
  *                    temporary files;
- *   CUBIN_AUTO       ptxas if it is installed, else nvJitLink (ptxas
- *                    compiles the whole program: see cubin_compile).
+ *   CUBIN_AUTO       nvJitLink if it loads, else ptxas; a module whose
+ *                    wgmma nvJitLink serialized because of calls (C7509)
+ *                    is redone with ptxas (see cubin_compile).
  *
  * Both ask for ptxas's verbose resource report and parse it into per-kernel
  * statistics (registers, spills, stack, shared memory), so the compiler can
@@ -30,7 +31,7 @@
 #define CUBIN_DEFAULT_ARCH "sm_90a"
 
 typedef enum CubinLinker {
-  CUBIN_AUTO,      /* ptxas if it is installed, else nvJitLink */
+  CUBIN_AUTO,      /* nvJitLink, else ptxas; ptxas again for C7509 (see cubin_compile) */
   CUBIN_NVJITLINK, /* only nvJitLink */
   CUBIN_PTXAS,     /* only the ptxas executable */
 } CubinLinker;

@@ -414,3 +414,20 @@ Test(codegen, warp_specialized_kernel_runs_on_a_power_of_two) {
   free(ptx);
   tc_free(c);
 }
+
+/* The auto linker: nvJitLink compiles relocatable code, where the slow
+ * path of flash attention's correctly rounded division is an external call
+ * that serializes every wgmma (C7509); auto then redoes the module with
+ * ptxas, so the kernel the runtime gets has no such note. */
+Test(codegen, auto_linker_keeps_wgmma_unserialized) {
+  if (!have_ptxas()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  tc_compilation *c = generate("lang/std/flash_attention.tile", NULL, TC_LINKER_AUTO);
+  tc_kernel_stats s;
+  cr_assert(tc_kernel_get_stats(c, 0, &s));
+  cr_expect_eq(s.wgmma_notes, 0, "%d wgmma notes", s.wgmma_notes);
+  tc_free(c);
+  c = generate("lang/std/flash_attention.tile", NULL, TC_LINKER_NVJITLINK);
+  cr_assert(tc_kernel_get_stats(c, 0, &s));
+  cr_expect_gt(s.wgmma_notes, 0, "nvJitLink alone serializes (the reason auto falls back)");
+  tc_free(c);
+}

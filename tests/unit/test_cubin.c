@@ -490,17 +490,15 @@ Test(linkers, ptxas_vadd_and_cleans_up) {
   free(tmp);
 }
 
-/* auto runs ptxas when it is installed: a whole-program compile, where a
- * correctly rounded f32 division does not serialize a kernel's wgmma as
- * it does through nvJitLink (C7509, an "external call"). */
-Test(linkers, auto_prefers_ptxas) {
+/* auto runs nvJitLink when it loads (a plain kernel stays with it). */
+Test(linkers, auto_prefers_nvjitlink) {
   NEED_CUDA();
   CubinResult r;
   char *err = NULL;
   /* The length may count the terminating NUL. */
   cr_assert(cubin_from_ptx(VADD_PTX, sizeof VADD_PTX, NULL, CUBIN_AUTO, &r, &err), "%s",
             err ? err : "");
-  check_vadd(&r, CUBIN_PTXAS);
+  check_vadd(&r, CUBIN_NVJITLINK);
   cubin_result_free(&r);
 }
 
