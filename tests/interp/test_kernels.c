@@ -236,3 +236,55 @@ static void check_naive_attention(int bh, int seqlen, bool causal, uint64_t seed
 Test(kernel_naive_attention, ragged) { check_naive_attention(2, 100, false, 14); }
 Test(kernel_naive_attention, full_block_causal) { check_naive_attention(1, 128, true, 15); }
 Test(kernel_naive_attention, short_causal) { check_naive_attention(3, 17, true, 16); }
+
+/* ---- tma_copy: load_block / store_block windows ---- */
+
+/* dst[i, j] = 2 * src[r0 + i, c0 + j] where that is inside src, 0 where
+ * it is outside; dst's padding columns (past its described width) stay
+ * poisoned. */
+static void check_tma_copy(const char *type, int rows, int cols, int drows, int dcols, int r0, int c0,
+                           const char *const *defs, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/tma_copy.tile", NULL, defs);
+  Rng rng = {seed};
+  int sld = cols + 8, dld = dcols + 8;
+  HBuf src = hbuf_new(type, (size_t)rows * sld, "src"), dst = hbuf_new(type, (size_t)drows * dld, "dst");
+  hbuf_fill_uniform(&src, &rng, -8, 8);
+  hbuf_poison(&dst);
+  tc_arg args[6] = {{.p = dst.data, .shape = {drows, dcols}, .strides = {dld, 1}},
+                    {.p = src.data, .shape = {rows, cols}, .strides = {sld, 1}},
+                    {.i = r0},
+                    {.i = c0},
+                    {.f = 2.0},
+                    {.i = 1}};
+  const HBuf *bufs[] = {&dst, &src};
+  int64_t br = 32, bc = 64;
+  for (int i = 0; defs && defs[i]; i += 2) {
+    if (!strcmp(defs[i], "BR")) br = atoi(defs[i + 1]);
+    if (!strcmp(defs[i], "BC")) bc = atoi(defs[i + 1]);
+  }
+  harness_run(c, (int64_t[3]){(drows + br - 1) / br, (dcols + bc - 1) / bc, 1}, args, 6, bufs, 2);
+  for (int i = 0; i < drows; i++)
+    for (int j = 0; j < dld; j++) {
+      double got = hbuf_get(&dst, (size_t)i * dld + j);
+      if (j >= dcols) {
+        cr_assert(isnan(got), "[%d, %d] is past the tensor's width and must not be written", i, j);
+        continue;
+      }
+      int r = r0 + i, s = c0 + j;
+      double want = r >= 0 && r < rows && s >= 0 && s < cols ? 2 * hbuf_get(&src, (size_t)r * sld + s) : 0;
+      /* bf16: 2x is exact, the copy rounds nothing */
+      cr_assert_eq(got, want, "[%d, %d]: %g, expected %g", i, j, got, want);
+    }
+  hbuf_free(&src), hbuf_free(&dst);
+  tc_free(c);
+}
+
+Test(kernel_tma_copy, inside) { check_tma_copy("f32", 100, 200, 64, 128, 8, 16, NULL, 41); }
+Test(kernel_tma_copy, across_and_outside_the_edges) {
+  check_tma_copy("f32", 70, 92, 96, 192, -5, -32, NULL, 42);
+  check_tma_copy("f32", 100, 200, 96, 192, 40, 96, NULL, 43);
+}
+Test(kernel_tma_copy, bf16_big_boxes) {
+  const char *defs[] = {"T", "bf16", "BR", "128", "BC", "128", NULL};
+  check_tma_copy("bf16", 300, 264, 256, 256, 20, 8, defs, 44);
+}

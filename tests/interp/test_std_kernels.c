@@ -153,6 +153,93 @@ Test(std_gemm, bf16_transposed_a) { check_gemm("bf16", 72, 64, 40, true, false, 
 Test(std_gemm, f16_both_transposed) { check_gemm("f16", 48, 40, 72, true, true, small_blocks, BF16_TOL, 26); }
 Test(std_gemm, f16_exact_tiles) { check_gemm("f16", 128, 128, 64, false, false, NULL, BF16_TOL, 24); }
 
+/* ---- gemm_tma and gemm_fp8: tensor descriptors ---- */
+
+/* A row-major rows x cols matrix with a padded leading dimension, also
+ * described as a tensor argument. */
+typedef struct TMat {
+  HBuf b;
+  int rows, cols, ld;
+} TMat;
+
+static TMat tmat_new(const char *type, int rows, int cols, int pad, const char *name) {
+  TMat t = {hbuf_new(type, (size_t)rows * (cols + pad), name), rows, cols, cols + pad};
+  return t;
+}
+
+static tc_arg tmat_arg(const TMat *t) {
+  tc_arg a = {.p = t->b.data, .shape = {t->rows, t->cols}, .strides = {t->ld, 1}};
+  return a;
+}
+
+static double tmat_get(const TMat *t, int r, int c) { return hbuf_get(&t->b, (size_t)r * t->ld + c); }
+
+/* C = scale * A @ B from matrices stored as the kernels take them. */
+static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
+                           bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
+  bool fp8 = strstr(file, "fp8") != NULL;
+  const char *defs[12] = {"T", type, "TC", out};
+  int nd = 4;
+  if (!fp8) {
+    defs[nd++] = "A_TRANS", defs[nd++] = a_trans ? "true" : "false";
+    defs[nd++] = "B_TRANS", defs[nd++] = b_trans ? "true" : "false";
+  }
+  defs[nd] = NULL;
+  tc_compilation *c = harness_compile(file, NULL, defs);
+  Rng rng = {seed};
+  TMat a = tmat_new(type, a_trans ? k : m, a_trans ? m : k, 16, "a"), b = tmat_new(type, b_trans ? n : k, b_trans ? k : n, 16, "b");
+  TMat cm = tmat_new(out, m, n, 8, "c");
+  HBuf sa = hbuf_new("f32", 1, "scale_a"), sb = hbuf_new("f32", 1, "scale_b");
+  hbuf_fill_uniform(&a.b, &rng, -1, 1);
+  hbuf_fill_uniform(&b.b, &rng, -1, 1);
+  hbuf_poison(&cm.b);
+  hbuf_set(&sa, 0, scale_a), hbuf_set(&sb, 0, scale_b);
+  tc_arg args[8];
+  int na = 0;
+  args[na++] = tmat_arg(&cm), args[na++] = tmat_arg(&a), args[na++] = tmat_arg(&b);
+  if (fp8) args[na++] = (tc_arg){.p = sa.data}, args[na++] = (tc_arg){.p = sb.data};
+  args[na++] = (tc_arg){.i = m}, args[na++] = (tc_arg){.i = n}, args[na++] = (tc_arg){.i = k};
+  const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &sa, &sb};
+  int64_t bm = 128, bn = fp8 ? 256 : 128;
+  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, na, bufs, fp8 ? 5 : 3);
+  double worst = 0, ref = 0;
+  for (int i = 0; i < m; i++) {
+    for (int j = 0; j < n; j++) {
+      double sum = 0;
+      for (int p = 0; p < k; p++)
+        sum += (a_trans ? tmat_get(&a, p, i) : tmat_get(&a, i, p)) * (b_trans ? tmat_get(&b, j, p) : tmat_get(&b, p, j));
+      sum *= scale_a * scale_b;
+      double got = tmat_get(&cm, i, j);
+      worst = isnan(got) ? INFINITY : fmax(worst, fabs(got - sum));
+      ref = fmax(ref, fabs(sum));
+    }
+    for (int j = n; j < cm.ld; j++) cr_assert(isnan(tmat_get(&cm, i, j)), "the store is clipped at column n");
+  }
+  cr_expect(worst / ref < tol, "%s %s %dx%dx%d: rel error %g", file, type, m, n, k, worst / ref);
+  hbuf_free(&a.b), hbuf_free(&b.b), hbuf_free(&cm.b), hbuf_free(&sa), hbuf_free(&sb);
+  tc_free(c);
+}
+
+Test(std_gemm_tma, bf16_ragged) {
+  check_tma_gemm("lang/std/gemm_tma.tile", "bf16", "bf16", 136, 72, 40, false, false, 1, 1, BF16_TOL, 31);
+}
+Test(std_gemm_tma, f16_transposed_a_f32_out) {
+  check_tma_gemm("lang/std/gemm_tma.tile", "f16", "f32", 72, 136, 72, true, false, 1, 1, BF16_TOL, 32);
+}
+Test(std_gemm_tma, bf16_transposed_b_two_tiles) {
+  check_tma_gemm("lang/std/gemm_tma.tile", "bf16", "bf16", 200, 136, 64, false, true, 1, 1, BF16_TOL, 33);
+}
+/* fp8: B is given as B^T; the scales are powers of two whose product is not 1 */
+Test(std_gemm_fp8, e4m3_ragged) {
+  check_tma_gemm("lang/std/gemm_fp8.tile", "f8e4m3", "bf16", 136, 72, 144, false, true, 0.5, 0.25, BF16_TOL, 34);
+}
+Test(std_gemm_fp8, e5m2_f32_out) {
+  check_tma_gemm("lang/std/gemm_fp8.tile", "f8e5m2", "f32", 64, 264, 48, false, true, 2, 0.125, BF16_TOL, 35);
+}
+Test(std_gemm_fp8, e4m3_one_tile) {
+  check_tma_gemm("lang/std/gemm_fp8.tile", "f8e4m3", "bf16", 128, 256, 128, false, true, 1, 1, BF16_TOL, 36);
+}
+
 /* ---- flash attention ---- */
 
 typedef struct AttnShape {

@@ -61,7 +61,11 @@ static const KernelSpec specs[] = {
     {"lang/std/gemm_tma.tile", {"A_TRANS", "true", NULL}},
     {"lang/std/gemm_tma.tile", {"B_TRANS", "true", NULL}},
     {"lang/std/gemm_tma.tile", {"TC", "f32", NULL}},
+    /* fp8 (k32 instructions, both operands K-major) */
+    {"lang/std/gemm_fp8.tile", {NULL}},
+    {"lang/std/gemm_fp8.tile", {"T", "f8e5m2", "TC", "f32", "BLOCK_N", "128", "STAGES", "2", NULL}},
     {"lang/std/flash_attention.tile", {NULL}},
+    {"lang/std/flash_attention.tile", {"STAGES", "1", NULL}},
     {"lang/std/flash_attention.tile", {"CAUSAL", "true", NULL}},
     {"lang/std/flash_attention.tile", {"HEAD_DIM", "128", NULL}},
     {"lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
@@ -73,6 +77,8 @@ static const KernelSpec specs[] = {
     {"tests/kernels/atomics.tile", {NULL}},
     {"tests/kernels/naive_attention.tile", {NULL}},
     {"tests/kernels/naive_attention.tile", {"CAUSAL", "true", NULL}},
+    {"tests/kernels/tma_copy.tile", {NULL}},
+    {"tests/kernels/tma_copy.tile", {"T", "bf16", "BR", "128", "BC", "128", NULL}},
 };
 
 /* Registers a thread can have (sm_90). */
