@@ -320,6 +320,11 @@ static void lower_for(Lower *L, const Op *op) {
   ScalarKind ik = (ScalarKind)op->operands[0]->type.kind;
   LLVMValueRef iv = LLVMBuildPhi(L->b, llvm_elem_type(L, ik), "iv");
   LLVMAddIncoming(iv, &lo->regs[0], &pre, 1);
+  /* The loop also ends when the next value would leave the range of the
+   * type (semantics.md: no wrap-around): `wrapped` is carried. */
+  LLVMValueRef wrapped = LLVMBuildPhi(L->b, L->t_i1, "wrapped");
+  LLVMValueRef no = LLVMConstInt(L->t_i1, 0, 0);
+  LLVMAddIncoming(wrapped, &no, &pre, 1);
   LTile **phis = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
   for (int i = 0; i < n; i++) {
     phis[i] = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
@@ -330,6 +335,7 @@ static void lower_for(Lower *L, const Op *op) {
   LLVMValueRef down = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntUGT : LLVMIntSGT, iv, hi->regs[0], "");
   LLVMValueRef positive = LLVMBuildICmp(L->b, LLVMIntSGT, step->regs[0], const_int(L, LLVMTypeOf(iv), 0), "");
   LLVMValueRef cond = is_unsigned ? up : LLVMBuildSelect(L->b, positive, up, down, "");
+  cond = LLVMBuildAnd(L->b, cond, LLVMBuildNot(L->b, wrapped, ""), "");
   LLVMBuildCondBr(L->b, cond, body, exit);
   LLVMPositionBuilderAtEnd(L->b, body);
   const Block *blk = &op->regions[0];
@@ -341,9 +347,17 @@ static void lower_for(Lower *L, const Op *op) {
   if (L->failed || !y) return;
   LTile **next = yield_tiles(L, y, op->results, n);
   if (L->failed) return;
-  LLVMValueRef iv_next = LLVMBuildAdd(L->b, iv, step->regs[0], "iv.next");
+  LLVMTypeRef it = LLVMTypeOf(iv);
+  LLVMTypeRef pair[2] = {it, L->t_i1};
+  char name[48];
+  snprintf(name, sizeof name, "llvm.%s.with.overflow.i%u", is_unsigned ? "uadd" : "sadd", LLVMGetIntTypeWidth(it));
+  LLVMValueRef args[2] = {iv, step->regs[0]};
+  LLVMValueRef sum = call_intrinsic(L, name, LLVMStructTypeInContext(L->ctx, pair, 2, 0), args, 2);
+  LLVMValueRef iv_next = LLVMBuildExtractValue(L->b, sum, 0, "iv.next");
+  LLVMValueRef overflow = LLVMBuildExtractValue(L->b, sum, 1, "iv.wraps");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
   LLVMAddIncoming(iv, &iv_next, &latch, 1);
+  LLVMAddIncoming(wrapped, &overflow, &latch, 1);
   for (int i = 0; i < n; i++) add_incoming(phis[i], next[i], latch);
   LLVMBuildBr(L->b, header);
   LLVMPositionBuilderAtEnd(L->b, exit);

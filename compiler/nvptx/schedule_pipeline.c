@@ -185,9 +185,35 @@ static int pick_overlap(const Pipe *p) {
 
 static Value *const_like(IrBuilder *b, const Value *like, int64_t v) { return irb_const_int(b, (ScalarKind)like->type.kind, v); }
 
-/* The loop counts up (constant positive step); compares follow the
- * induction variable's signedness. */
-static Value *in_range(Pipe *p, IrBuilder *b, Value *iv) { return irb_cmp(b, OP_CMP_LT, iv, p->hi); }
+/* Index arithmetic without overflow: the induction variable's values as
+ * u64 (sign- or zero-extended first), where the distance between two of
+ * them is exact. The loop counts up (constant positive step), so
+ * iteration t exists when lo + t*step < hi, i.e. when t*step is below
+ * the distance hi - lo; computed this way, loops near the limits of their
+ * type issue nothing past their last iteration. */
+static Value *as_u64(IrBuilder *b, Value *x) {
+  ScalarKind k = (ScalarKind)x->type.kind;
+  if (scalar_is_signed(k)) x = irb_cast(b, x, type_scalar(SK_I64));
+  return irb_cast(b, x, type_scalar(SK_U64));
+}
+
+/* hi - lo as u64, 0 when the loop does not run. */
+static Value *span_u64(Pipe *p, IrBuilder *b) {
+  Value *ran = irb_cmp(b, OP_CMP_LT, p->lo, p->hi);
+  Value *d = irb_binary(b, OP_SUB, as_u64(b, p->hi), as_u64(b, p->lo));
+  return irb_select(b, ran, d, irb_const_int(b, SK_U64, 0));
+}
+
+/* Whether iteration `ahead` steps after the one at `iv` exists (iv itself
+ * exists: it is lo or a running iteration). */
+static Value *exists_ahead(Pipe *p, IrBuilder *b, Value *iv, int64_t ahead) {
+  int64_t step;
+  ir_const_int(p->step, &step);
+  Value *left = irb_binary(b, OP_SUB, as_u64(b, p->hi), as_u64(b, iv)); /* hi > iv */
+  Value *in = irb_cmp(b, OP_CMP_LT, iv, p->hi);
+  Value *far = irb_cmp(b, OP_CMP_GT, left, irb_const_int(b, SK_U64, ahead * step));
+  return irb_binary(b, OP_AND, in, far);
+}
 
 static Value *view_of(IrBuilder *b, Value *ring, Value *stage) {
   TType r = ring->type;
@@ -236,9 +262,13 @@ static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
   }
 }
 
-/* One prologue step or the in-loop issue: `if (iteration exists) fill`. */
-static void issue(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
-  IrBuilder in = irb_if(b, in_range(p, b, iv_value));
+/* One prologue step or the in-loop issue: `if (iteration exists) fill`,
+ * the iteration `ahead` steps after the one at `from`. */
+static void issue(Pipe *p, IrBuilder *b, Value *stage, Value *from, int ahead) {
+  int64_t step;
+  ir_const_int(p->step, &step);
+  IrBuilder in = irb_if(b, exists_ahead(p, b, from, ahead));
+  Value *iv_value = ahead ? irb_binary(&in, OP_ADD, from, const_like(&in, p->step, ahead * step)) : from;
   produce(p, &in, stage, iv_value);
   if (p->ntma < p->nloads) irb_op(b, OP_ASYNC_COMMIT, 0, NULL, NULL);
 }
@@ -284,15 +314,13 @@ static void rewrite(Pipe *p) {
    * buffers whose live ranges ended), so everyone is past them first */
   IrBuilder pre = irb_before(s->a, loop);
   sched_barrier(&pre);
-  for (int j = 0; j < p->P; j++) {
-    Value *ivj = irb_binary(&pre, OP_ADD, p->lo, irb_binary(&pre, OP_MUL, p->step, const_like(&pre, p->step, j)));
-    issue(p, &pre, irb_const_int(&pre, SK_I32, j), ivj);
-  }
-  /* iteration t: wait for stage t % N */
+  for (int j = 0; j < p->P; j++) issue(p, &pre, irb_const_int(&pre, SK_I32, j), p->lo, j);
+  /* iteration t = (iv - lo) / step (exact in u64): wait for stage t % N */
   IrBuilder top = irb_before(s->a, p->body->first);
-  Value *t = irb_cast(&top, irb_binary(&top, OP_DIV, irb_binary(&top, OP_SUB, p->iv, p->lo), p->step),
-                      type_scalar(SK_I32));
-  Value *st = irb_binary(&top, OP_REM, t, irb_const_int(&top, SK_I32, p->N));
+  Value *tu = irb_binary(&top, OP_DIV, irb_binary(&top, OP_SUB, as_u64(&top, p->iv), as_u64(&top, p->lo)),
+                         as_u64(&top, p->step));
+  Value *st = irb_cast(&top, irb_binary(&top, OP_REM, tu, irb_const_int(&top, SK_U64, p->N)), type_scalar(SK_I32));
+  Value *first = irb_cmp(&top, OP_CMP_EQ, tu, irb_const_int(&top, SK_U64, 0));
   if (p->ntma < p->nloads) {
     Op *w = irb_op(&top, OP_ASYNC_WAIT, 0, NULL, NULL);
     w->attr[0] = p->P - 1;
@@ -319,13 +347,12 @@ static void rewrite(Pipe *p) {
     if (p->D == 0) {
       release(p, &after, st);
     } else {
-      IrBuilder in = irb_if(&after, irb_cmp(&after, OP_CMP_GE, t, irb_const_int(&after, SK_I32, p->D)));
+      IrBuilder in = irb_if(&after, irb_binary(&after, OP_XOR, first, irb_const_int(&after, SK_I1, 1)));
       release(p, &in, stage_plus(p, &in, st, p->N - p->D));
     }
   }
   IrBuilder end = irb_at_end(s->a, p->body);
-  Value *ivn = irb_binary(&end, OP_ADD, p->iv, irb_binary(&end, OP_MUL, p->step, const_like(&end, p->step, p->P)));
-  issue(p, &end, stage_plus(p, &end, st, p->P), ivn);
+  issue(p, &end, stage_plus(p, &end, st, p->P), p->iv, p->P);
   /* after the loop: the last wgmma, the last release, open copy groups */
   IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
   if (p->D) {
@@ -337,13 +364,12 @@ static void rewrite(Pipe *p) {
     res->repl = NULL;
     w->operands[0] = res;
     if (p->ntma) {
-      /* the last iteration T - 1 = (hi - lo + step - 1) / step - 1, if any */
+      /* the last iteration T - 1 = (hi - lo - 1) / step, if any (u64) */
       Value *ran = irb_cmp(&post, OP_CMP_LT, p->lo, p->hi);
       IrBuilder in = irb_if(&post, ran);
-      Value *span = irb_binary(&in, OP_ADD, irb_binary(&in, OP_SUB, p->hi, p->lo),
-                               irb_binary(&in, OP_SUB, p->step, const_like(&in, p->step, 1)));
-      Value *last = irb_binary(&in, OP_SUB, irb_binary(&in, OP_DIV, span, p->step), const_like(&in, p->step, 1));
-      Value *ls = irb_binary(&in, OP_REM, irb_cast(&in, last, type_scalar(SK_I32)), irb_const_int(&in, SK_I32, p->N));
+      Value *span = irb_binary(&in, OP_SUB, span_u64(p, &in), irb_const_int(&in, SK_U64, 1));
+      Value *last = irb_binary(&in, OP_DIV, span, as_u64(&in, p->step));
+      Value *ls = irb_cast(&in, irb_binary(&in, OP_REM, last, irb_const_int(&in, SK_U64, p->N)), type_scalar(SK_I32));
       release(p, &in, ls);
     }
   }

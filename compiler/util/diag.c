@@ -41,6 +41,13 @@ void diag_error(Diags *d, SrcLoc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+void diag_warning(Diags *d, SrcLoc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_add(d, DIAG_WARNING, loc, fmt, ap);
+  va_end(ap);
+}
+
 void diag_note(Diags *d, SrcLoc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -52,6 +52,7 @@ typedef struct Diags {
 
 void diags_init(Diags *d, Arena *arena, const Source *src);
 void diag_error(Diags *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_warning(Diags *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_note(Diags *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* True once DIAG_MAX_ERRORS errors were reported. */
 bool diags_full(const Diags *d);

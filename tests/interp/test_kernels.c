@@ -288,3 +288,32 @@ Test(kernel_tma_copy, bf16_big_boxes) {
   const char *defs[] = {"T", "bf16", "BR", "128", "BC", "128", NULL};
   check_tma_copy("bf16", 300, 264, 256, 256, 20, 8, defs, 44);
 }
+
+/* ---- loop_limits: loops end where the next induction value would wrap ---- */
+
+static void check_loop_limits(int32_t lo, int32_t hi, int32_t step, uint32_t ulo, uint32_t uhi, uint32_t ustep) {
+  tc_compilation *c = harness_compile("tests/kernels/loop_limits.tile", NULL, NULL);
+  HBuf out = hbuf_new("i32", 6, "out");
+  hbuf_poison(&out);
+  tc_arg args[7] = {{.p = out.data}, {.i = lo}, {.i = hi}, {.i = step}, {.i = ulo}, {.i = uhi}, {.i = ustep}};
+  const HBuf *bufs[] = {&out};
+  harness_run(c, (int64_t[3]){1, 1, 1}, args, 7, bufs, 1);
+  /* the reference counts in 64 bits: no wrap-around at all */
+  int64_t n = 0, un = 0, dn = 0;
+  uint32_t s = 0, us = 0, ds = 0;
+  for (int64_t i = lo; i < hi; i += step) n++, s += (uint32_t)i;
+  for (int64_t j = ulo; j < uhi; j += ustep) un++, us += (uint32_t)j;
+  for (int64_t k = -(int64_t)lo; k > -(int64_t)hi - 1; k -= step) dn++, ds += (uint32_t)k;
+  const int64_t want[6] = {n, un, dn, (int32_t)s, (int32_t)us, (int32_t)ds};
+  for (int i = 0; i < 6; i++) cr_expect_eq((int64_t)hbuf_get(&out, i), want[i], "out[%d]", i);
+  hbuf_free(&out);
+  tc_free(c);
+}
+
+Test(kernel_loop_limits, near_the_top_of_i32_and_u32) {
+  check_loop_limits(2147483640, 2147483647, 5, 4294967290u, 4294967295u, 4);
+}
+Test(kernel_loop_limits, exact_ends_and_big_steps) {
+  check_loop_limits(2147483600, 2147483647, 47, 4000000000u, 4294967295u, 100000000);
+}
+Test(kernel_loop_limits, ordinary_ranges) { check_loop_limits(-20, 37, 3, 5, 100, 7); }

@@ -372,8 +372,9 @@ Test(codegen, header_takes_tensors_for_descriptors) {
 }
 
 Test(codegen, shared_memory_budget_is_checked) {
-  /* A dot whose operands need more than 227 KiB of shared memory. */
-  const char *src = "kernel k(o: *f32, a: *f32) { let r = arange(0, 256); let c = arange(0, 256);\n"
+  /* A dot whose operands need more than 227 KiB of shared memory (32 warps
+   * keep each thread's share of the tiles within its registers). */
+  const char *src = "@warps(32) kernel k(o: *f32, a: *f32) { let r = arange(0, 256); let c = arange(0, 256);\n"
                     "  let t = load(a + r[:, None] * 256 + c[None, :]);\n"
                     "  store(o + r[:, None] * 256 + c[None, :], dot(t, t)); }";
   tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
@@ -418,6 +419,38 @@ Test(codegen, warp_specialized_kernel_runs_on_a_power_of_two) {
   char *ptx = tc_emit(c, TC_EMIT_PTX);
   cr_expect(strstr(ptx, ".maxntid 256, 1, 1") != NULL);
   free(ptx);
+  tc_free(c);
+}
+
+/* A tile larger than a thread's registers is an error at compile time,
+ * naming the tile and the knob, before ptxas would spend minutes on it. */
+Test(codegen, register_budget_is_checked) {
+  const char *src = "@warps(1) kernel k(o: *f32, a: *f32) { let r = arange(0, 256);\n"
+                    "  let t = load(a + r[:, None] * 256 + r[None, :]);\n"
+                    "  store(o + r[:, None] * 256 + r[None, :], t * 2.0); }";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_expect_not(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}));
+  cr_expect(strstr(tc_diagnostics(c), "t.tile:2:11: error: GPU back end: the tile f32[256, 256] needs 2048 registers "
+                                       "per thread with 1 warp (a thread has at most 255): use more warps (@warps) or "
+                                       "smaller tiles") != NULL,
+            "%s", tc_diagnostics(c));
+  tc_free(c);
+  /* the f16 dot of the hardening report: 128 x 128 with one warp (mma.sync) */
+  const char *dot = "@warps(1) kernel k(o: *f32, a: *f16) { let r = arange(0, 128);\n"
+                    "  let t = load(a + r[:, None] * 128 + r[None, :]);\n"
+                    "  store(o + r[:, None] * 128 + r[None, :], dot(t, t)); }";
+  c = tc_compile("t.tile", dot, strlen(dot), NULL);
+  cr_expect_not(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}));
+  cr_expect(strstr(tc_diagnostics(c), "the tile f16[128, 128] needs 512 registers per thread with 1 warp") != NULL, "%s",
+            tc_diagnostics(c));
+  tc_free(c);
+  /* and the FMA dot's own limit, checked before its tables are filled */
+  const char *fma = "@warps(32) kernel k(o: *f32, a: *f32) { let r = arange(0, 128);\n"
+                    "  let t = load(a + r[:, None] * 128 + r[None, :]);\n"
+                    "  store(o + r[:, None] * 128 + r[None, :], dot(t, t)); }";
+  c = tc_compile("t.tile", fma, strlen(fma), NULL);
+  cr_expect(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
   tc_free(c);
 }
 
