@@ -2,17 +2,41 @@
 # Runs on the GPU machine, from the repository root, after
 # scripts/gpu-build.sh: the GPU test suite, the main job and the
 # benchmarks. Logs go to $OUT (or gpu-logs/); the benchmark table is last.
+#
+#   scripts/gpu-run.sh             suite, main job, saxpy, benchmarks
+#   scripts/gpu-run.sh --sanitize  suite, then the suite again under each
+#                                  compute-sanitizer tool (memcheck,
+#                                  racecheck, synccheck, initcheck, run at
+#                                  once), then the rest
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
+sanitize=false
+[ "${1:-}" = "--sanitize" ] && sanitize=true
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
 rc=0
 ./gpu-dist/tile-gpu --root . test 2>&1 | tee "$out/gpu-tests.log" || rc=1
+if $sanitize; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # The debug-mode trap tests trap on purpose: not under the sanitizer.
+  for tool in memcheck racecheck synccheck initcheck; do
+    TILE_GPU_SKIP_TRAPS=1 timeout "${SANITIZE_TIMEOUT:-540}" "$cs" --tool "$tool" --error-exitcode 3 \
+      ./gpu-dist/tile-gpu --root . test > "$out/sanitize-$tool.log" 2>&1 &
+  done
+  wait
+  for tool in memcheck racecheck synccheck initcheck; do
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitize-$tool.log" | tail -1)
+    suite=$(grep -E "passed, .* failed" "$out/sanitize-$tool.log" | tail -1)
+    echo "compute-sanitizer $tool: ${summary:-no summary} (${suite:-suite did not finish})"
+    grep -qE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitize-$tool.log" || rc=1
+  done | tee "$out/sanitize.txt"
+fi
 fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 { $fa && $fa --causal --dim 128 --seqlen 300 --heads 3; } 2>&1 | tee "$out/main-job.log" || rc=1
 ./gpu-dist/saxpy 2>&1 | tee "$out/saxpy.log" || rc=1
-./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
+$sanitize || ./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
 echo
 grep -E "passed|FAIL" "$out/gpu-tests.log" | tail -5
-sed -n '/^| benchmark/,$p' "$out/bench.log"
+$sanitize && cat "$out/sanitize.txt"
+$sanitize || sed -n '/^| benchmark/,$p' "$out/bench.log"
 exit $rc

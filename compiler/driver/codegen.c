@@ -127,6 +127,27 @@ static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx, const GpuO
   return all;
 }
 
+/* Spills are slow (local memory) and usually mean a tile too large for
+ * its warps: a warning, or with spills_are_errors an error, naming the
+ * kernel and the knob. Returns false for an error. */
+static bool report_spills(tc_compilation *c, const tc_codegen_options *o) {
+  bool ok = true;
+  for (int i = 0; i < c->module->nfuncs; i++) {
+    const tc_kernel_stats *s = &c->code[i].stats;
+    if (!s->spill_store_bytes && !s->spill_load_bytes) continue;
+    const Func *f = c->module->funcs[i];
+    const char *fmt = "GPU back end: kernel '%s' spills registers to local memory (%d bytes stored, %d loaded, "
+                      "%d registers per thread): use more warps or smaller tiles";
+    if (o->spills_are_errors) {
+      diag_error(&c->diags, f->loc, fmt, f->name, s->spill_store_bytes, s->spill_load_bytes, s->registers);
+      ok = false;
+    } else {
+      diag_warning(&c->diags, f->loc, fmt, f->name, s->spill_store_bytes, s->spill_load_bytes, s->registers);
+    }
+  }
+  return ok;
+}
+
 static void record_stats(tc_compilation *c, const CubinResult *cr) {
   for (int i = 0; i < c->module->nfuncs; i++) {
     KernelCode *k = &c->code[i];
@@ -161,11 +182,11 @@ static bool assemble(tc_compilation *c, const tc_codegen_options *o) {
   cr.data = NULL;
   record_stats(c, &cr);
   cubin_result_free(&cr);
-  return true;
+  return report_spills(c, o);
 }
 
 bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
-  tc_codegen_options defaults = {NULL, TC_LINKER_AUTO, false, false};
+  tc_codegen_options defaults = {.linker = TC_LINKER_AUTO};
   const tc_codegen_options *o = options ? options : &defaults;
   if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
   if (o->arch && strcmp(o->arch, "sm_90a") != 0) {

@@ -107,6 +107,9 @@ typedef struct tc_codegen_options {
   /* For testing that mode only: breaks every TMA barrier's byte count,
    * so that the kernel's waits never complete. */
   bool debug_break_tma_barriers;
+  /* Register spills reported by ptxas are errors (tilec -Werror=spills),
+   * not warnings. */
+  bool spills_are_errors;
 } tc_codegen_options;
 
 /* Registers and memory of a compiled kernel. */
@@ -121,7 +124,8 @@ typedef struct tc_kernel_stats {
 
 /* Runs the back end on every compiled kernel: layouts, LLVM IR, PTX and
  * (unless linker is TC_LINKER_NONE) one cubin holding all kernels.
- * Returns false after adding diagnostics. */
+ * Returns false after adding diagnostics; warnings (register spills) are
+ * added to tc_diagnostics too, and do not make it fail. */
 bool tc_generate(tc_compilation *c, const tc_codegen_options *options);
 /* The cubin of the last tc_generate (owned by the compilation), or NULL. */
 const void *tc_cubin(const tc_compilation *c, size_t *size);
@@ -151,9 +155,29 @@ typedef struct tc_buffer {
 
 /* Runs `kernel` over the grid in the interpreter. Returns true on success;
  * on failure *error receives a malloc'd message (free it) naming the
- * source location. max_steps = 0 uses the default execution limit. */
+ * source location. max_steps = 0 uses the default execution limit
+ * (TC_INTERP_DEFAULT_MAX_STEPS); there is no time limit. The same as
+ * tc_interpret_ex with options {max_steps, 0}. */
 bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
                   const tc_buffer *buffers, int nbuffers, uint64_t max_steps, char **error);
+
+/* The execution limit when none is given: 10^9 element operations, from a
+ * few seconds (work on large tiles) to about a minute (loops over scalars)
+ * of interpretation on a 2-core machine (see interp/interp.h). */
+#define TC_INTERP_DEFAULT_MAX_STEPS ((uint64_t)1000000000ULL)
+
+/* Limits of one interpreter run; zero-initialize it ({0}: the defaults),
+ * since fields may be added at the end. */
+typedef struct tc_interp_options {
+  uint64_t max_steps; /* element operations; 0: TC_INTERP_DEFAULT_MAX_STEPS */
+  double max_seconds; /* wall-clock limit, checked every few milliseconds of
+                         work; 0: none. Running over it is an error naming
+                         the op being run and the program, like the step limit. */
+} tc_interp_options;
+
+/* tc_interpret with limits given as options (NULL: the defaults). */
+bool tc_interpret_ex(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
+                     const tc_buffer *buffers, int nbuffers, const tc_interp_options *options, char **error);
 
 #ifdef TILE_HAVE_LLVM
 /* The version of the LLVM linked in ("19.1.7"), written into buf. */

@@ -454,6 +454,30 @@ Test(codegen, register_budget_is_checked) {
   tc_free(c);
 }
 
+/* Spills are a warning naming the kernel, or an error with
+ * spills_are_errors (tilec -Werror=spills). */
+Test(codegen, spills_are_warnings_or_errors) {
+  if (!have_ptxas()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  const char *src = "@warps(1)\nkernel k(o: *f32, a: *f32, b: *f32) { let r = arange(0, 64);\n"
+                    "  let x = load(a + r[:, None] * 64 + r[None, :]);\n"
+                    "  let y = load(b + r[:, None] * 64 + r[None, :]);\n"
+                    "  let z = load(o + r[:, None] * 64 + r[None, :]);\n"
+                    "  let w = load(o + 4096 + r[:, None] * 64 + r[None, :]);\n"
+                    "  store(o + r[:, None] * 64 + r[None, :], x * y + z * w + y * z + w * x); }";
+  for (int strict = 0; strict < 2; strict++) {
+    tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+    cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+    bool ok = tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_PTXAS, .spills_are_errors = strict});
+    cr_expect_eq(ok, !strict);
+    const char *d = tc_diagnostics(c);
+    cr_expect(strstr(d, strict ? "t.tile:2:1: error: GPU back end: kernel 'k' spills registers to local memory ("
+                               : "t.tile:2:1: warning: GPU back end: kernel 'k' spills registers to local memory (") &&
+                  strstr(d, "use more warps or smaller tiles"),
+              "%s", d);
+    tc_free(c);
+  }
+}
+
 /* The auto linker: nvJitLink compiles relocatable code, where the slow
  * path of flash attention's correctly rounded division is an external call
  * that serializes every wgmma (C7509); auto then redoes the module with
