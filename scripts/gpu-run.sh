@@ -24,12 +24,22 @@ if $sanitize; then
       ./gpu-dist/tile-gpu --root . test > "$out/sanitize-$tool.log" 2>&1 &
   done
   wait
+  # libtile asks cuFuncGetParamInfo for the parameter after the last one
+  # the metadata lists, to catch code with more parameters than its
+  # metadata; the driver answers that probe with INVALID_VALUE, which
+  # memcheck counts as an API error. Those are counted apart; any other
+  # error fails the run.
   for tool in memcheck racecheck synccheck initcheck; do
-    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitize-$tool.log" | tail -1)
-    suite=$(grep -E "passed, .* failed" "$out/sanitize-$tool.log" | tail -1)
-    echo "compute-sanitizer $tool: ${summary:-no summary} (${suite:-suite did not finish})"
-    grep -qE "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$out/sanitize-$tool.log" || rc=1
-  done | tee "$out/sanitize.txt"
+    log="$out/sanitize-$tool.log"
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+    suite=$(grep -E "passed, .* failed" "$log" | tail -1)
+    total=$(sed -nE 's/.*(ERROR SUMMARY|RACECHECK SUMMARY): ([0-9]+) .*/\2/p' "$log" | tail -1)
+    probes=$(grep -c "INVALID_VALUE.*API call to cuFuncGetParamInfo" "$log")
+    other=$(( ${total:-1} - probes ))
+    echo "compute-sanitizer $tool: ${summary:-no summary}, of which $probes parameter-count probes:" \
+      "$other other (${suite:-suite did not finish})"
+    [ -n "$total" ] && [ "$other" -eq 0 ] && grep -q " 0 failed" <<< "$suite" || rc=1
+  done > "$out/sanitize.txt"
 fi
 fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 { $fa && $fa --causal --dim 128 --seqlen 300 --heads 3; } 2>&1 | tee "$out/main-job.log" || rc=1
