@@ -87,8 +87,7 @@ static uint16_t encode_small_float(double x, int exp_bits, int man_bits) {
 uint16_t tilert_f16_bits(double x) { return encode_small_float(x, F16_EXP_BITS, F16_MAN_BITS); }
 uint16_t tilert_bf16_bits(double x) { return encode_small_float(x, BF16_EXP_BITS, BF16_MAN_BITS); }
 
-/* Whether finite x becomes infinite in float type t. */
-static bool float_overflows(tile_dtype t, double x) {
+bool tilert_float_overflows(tile_dtype t, double x) {
   if (!isfinite(x)) return false;
   uint16_t exp_mask;
   switch (t) {
@@ -235,7 +234,7 @@ static tile_status check_int(const check_ctx *c, const tile_param_info *p, const
 
 static tile_status check_float(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
   if (a->kind != TILE_ARG_FLOAT) return wrong_kind(c, p, a);
-  if (float_overflows(p->dtype, a->f)) return arg_error(c, "value %g is out of range for %s", a->f, p->elem);
+  if (tilert_float_overflows(p->dtype, a->f)) return arg_error(c, "value %g is out of range for %s", a->f, p->elem);
   return TILE_OK;
 }
 
@@ -325,7 +324,30 @@ static tile_status check_desc(const check_ctx *c, const tile_param_info *p, cons
   return TILE_OK;
 }
 
+/* A tile_kernel_info from tile_meta_parse is consistent, but
+ * tile_check_args also takes one a program filled in itself: the fields the
+ * checks index arrays with or divide by are checked first, so that a wrong
+ * one is an error instead of a read out of bounds or a division by zero. */
+static tile_status check_param_info(const check_ctx *c, const tile_param_info *p) {
+  const char *problem = NULL;
+  if (!p->name || !p->elem) problem = "its name or element type is NULL";
+  else if ((unsigned)p->dtype > (unsigned)TILE_DTYPE_F8E5M2) problem = "its dtype is not a tile_dtype";
+  else if (p->elem_bytes < 1 || p->elem_bytes > 8) problem = "its elem_bytes is not 1 to 8";
+  else if (p->kind == TILE_PARAM_INT && !tilert_dtype(p->dtype)->is_int)
+    problem = "an integer parameter has a non-integer dtype";
+  else if (p->kind == TILE_PARAM_INT && p->multiple_of < 0) problem = "its multiple_of is negative";
+  else if (p->kind == TILE_PARAM_PTR && p->align < 0) problem = "its align is negative";
+  else if (p->kind == TILE_PARAM_DESC && (p->desc_rank < 1 || p->desc_rank > TILE_DESC_MAX_RANK))
+    problem = "its desc_rank is not 1 to 4";
+  if (!problem) return TILE_OK;
+  tilert_format(c->msg, c->msg_size, "parameter %d of kernel '%s': inconsistent tile_param_info (%s)", c->index,
+                c->info->name, problem);
+  return TILE_ERROR_INVALID_ARGUMENT;
+}
+
 static tile_status check_arg(const check_ctx *c, const tile_param_info *p, const tile_arg *a) {
+  tile_status st = check_param_info(c, p);
+  if (st != TILE_OK) return st;
   switch (p->kind) {
   case TILE_PARAM_PTR: return check_ptr(c, p, a);
   case TILE_PARAM_INT: return check_int(c, p, a);
@@ -350,8 +372,13 @@ static tile_status check_grid(const tile_kernel_info *info, const uint32_t grid[
 
 tile_status tilert_check_args(const tile_kernel_info *info, const uint32_t grid[3], const uint32_t max_grid[3],
                               const tile_arg *args, int nargs, char *msg, size_t msg_size) {
-  if (!info || !grid || (nargs > 0 && !args)) {
-    tilert_format(msg, msg_size, "tile_check_args: %s is NULL", !info ? "info" : !grid ? "grid" : "args");
+  if (!info || !grid || (nargs > 0 && !args) || !info->name || (info->nparams > 0 && !info->params)) {
+    const char *what = !info                   ? "info"
+                       : !grid                 ? "grid"
+                       : (nargs > 0 && !args)  ? "args"
+                       : !info->name           ? "info->name"
+                                               : "info->params";
+    tilert_format(msg, msg_size, "tile_check_args: %s is NULL", what);
     return TILE_ERROR_INVALID_ARGUMENT;
   }
   tile_status st = check_grid(info, grid, max_grid, msg, msg_size);
@@ -401,7 +428,7 @@ static void write_float(unsigned char *dst, double x, tile_dtype t) {
     h = tilert_bf16_bits(x);
     memcpy(dst, &h, 2);
     break;
-  /* In range: checked before packing (float_overflows). */
+  /* In range: checked before packing (tilert_float_overflows). */
   case TILE_DTYPE_F32:
     f = (float)x;
     memcpy(dst, &f, 4);

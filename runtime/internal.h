@@ -313,6 +313,10 @@ bool tilert_has_desc_params(const tile_kernel_info *info);
 tile_status tilert_tmap_get(tilert_tmap_cache *c, const tile_kernel_info *info, int index, const tile_tensor *t,
                             void *map);
 
+/* Whether finite x becomes infinite in float type t (false for an
+ * infinity or NaN, and for f64). */
+bool tilert_float_overflows(tile_dtype t, double x);
+
 /* IEEE binary16 and bfloat16 bits of x, rounded to nearest even. */
 uint16_t tilert_f16_bits(double x);
 uint16_t tilert_bf16_bits(double x);

@@ -25,6 +25,7 @@
  * launch. The result is one allocation: the tile_kernel_info, its arrays,
  * and a copy of the text whose fields the strings point into.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,9 +184,25 @@ static bool next_line(meta_parser *p) {
   return true;
 }
 
+/* No field the compiler writes holds a control character. A carriage
+ * return is singled out: it is what a CRLF conversion of the text leaves
+ * at the end of every line, and without a message of its own the first
+ * error would be a puzzling "version '1' is not supported". */
+static tile_status check_characters(const meta_parser *p, int field) {
+  for (const unsigned char *c = (const unsigned char *)p->fields[field]; *c; c++) {
+    if (*c == '\r') return meta_error(p, "carriage return (CRLF line ends are not accepted)");
+    if (*c < 0x20 || *c == 0x7f) return meta_error(p, "control character 0x%02x in field %d", *c, field + 1);
+  }
+  return TILE_OK;
+}
+
 static tile_status check_fields(const meta_parser *p) {
-  if (p->nfields == 1 && p->fields[0][0] == '\0') return meta_error(p, "empty line");
   if (p->nfields > META_MAX_FIELDS) return meta_error(p, "more than %d fields", META_MAX_FIELDS);
+  for (int i = 0; i < p->nfields; i++) {
+    tile_status st = check_characters(p, i);
+    if (st != TILE_OK) return st;
+  }
+  if (p->nfields == 1 && p->fields[0][0] == '\0') return meta_error(p, "empty line");
   for (int i = 0; i < p->nfields; i++)
     if (p->fields[i][0] == '\0') return meta_error(p, "empty field %d (fields are separated by single spaces)", i + 1);
   return TILE_OK;
@@ -392,16 +409,71 @@ static tile_status parse_param(meta_parser *p) {
 
 /* ---- constants --------------------------------------------------------- */
 
-static bool is_integer_text(const char *s) {
+/* Value range of each integer type, as written in const lines: signed
+ * types in [-(2^(b-1)), 2^(b-1) - 1], unsigned ones (the writer prints them
+ * with %llu) in [0, 2^b - 1]. */
+typedef struct const_int_range {
+  uint64_t max_negative; /* largest magnitude of a negative value (0: none) */
+  uint64_t max_positive;
+} const_int_range;
+
+static const const_int_range const_int_ranges[] = {
+    [TILE_DTYPE_I1] = {0, 1},
+    [TILE_DTYPE_I8] = {UINT64_C(1) << 7, INT8_MAX},
+    [TILE_DTYPE_I16] = {UINT64_C(1) << 15, INT16_MAX},
+    [TILE_DTYPE_I32] = {UINT64_C(1) << 31, INT32_MAX},
+    [TILE_DTYPE_I64] = {UINT64_C(1) << 63, INT64_MAX},
+    [TILE_DTYPE_U8] = {0, UINT8_MAX},
+    [TILE_DTYPE_U16] = {0, UINT16_MAX},
+    [TILE_DTYPE_U32] = {0, UINT32_MAX},
+    [TILE_DTYPE_U64] = {0, UINT64_MAX},
+};
+
+/* An optional '-' and a decimal number within the range of integer type t. */
+static bool is_integer_text(const char *s, tile_dtype t) {
+  const const_int_range *r = &const_int_ranges[t];
   uint64_t v;
-  if (*s == '-') s++;
-  return parse_number(s, UINT64_MAX, &v);
+  if (*s == '-') return r->max_negative && parse_number(s + 1, r->max_negative, &v) && v != 0;
+  return parse_number(s, r->max_positive, &v);
 }
 
-static bool is_float_text(const char *s) {
-  char *end = NULL;
-  strtod(s, &end);
-  return end != s && *end == '\0';
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* The spelling printf's %.17g gives a double: an optional '-', digits, an
+ * optional fraction and an optional exponent ("-1.5e-07"), or inf, -inf,
+ * nan, -nan. strtod alone would also take leading blanks, '+', hex floats
+ * and "infinity", which the compiler never writes. */
+static bool is_g_format(const char *s, bool *special) {
+  if (*s == '-') s++;
+  *special = !strcmp(s, "inf") || !strcmp(s, "nan");
+  if (*special) return true;
+  if (!is_digit(*s)) return false;
+  while (is_digit(*s)) s++;
+  if (*s == '.') {
+    s++;
+    if (!is_digit(*s)) return false;
+    while (is_digit(*s)) s++;
+  }
+  if (*s == 'e') {
+    s++;
+    if (*s == '-' || *s == '+') s++;
+    if (!is_digit(*s)) return false;
+    while (is_digit(*s)) s++;
+  }
+  return *s == '\0';
+}
+
+/* A float const of type t: written as %.17g writes it and, unless it is an
+ * infinity or NaN spelled as such, finite in double ("1e999" overflows to
+ * infinity: no compiler wrote it) and in t (65536 is out of range for f16). */
+static const char *float_text_problem(const char *s, tile_dtype t) {
+  bool special;
+  if (!is_g_format(s, &special)) return "not a decimal number as %.17g writes it";
+  if (special) return NULL;
+  double v = strtod(s, NULL);
+  if (!isfinite(v)) return "out of range: not finite as a double";
+  if (tilert_float_overflows(t, v)) return "out of range for its type";
+  return NULL;
 }
 
 static tile_status check_const_value(const meta_parser *p, const char *name, const char *type, const char *value) {
@@ -414,9 +486,12 @@ static tile_status check_const_value(const meta_parser *p, const char *name, con
   else if (t == TILE_DTYPE_I1)
     ok = !strcmp(value, "0") || !strcmp(value, "1") || !strcmp(value, "true") || !strcmp(value, "false");
   else if (dtypes[t].is_int)
-    ok = is_integer_text(value);
-  else
-    ok = is_float_text(value);
+    ok = is_integer_text(value, t);
+  else {
+    const char *problem = float_text_problem(value, t);
+    if (problem) return meta_error(p, "bad value '%s' for const '%s' of type %s (%s)", value, name, type, problem);
+    ok = true;
+  }
   if (!ok) return meta_error(p, "bad value '%s' for const '%s' of type %s", value, name, type);
   return TILE_OK;
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test: the Criterion suites (unit, kernels, cli) in a normal
 # build and again under AddressSanitizer + UndefinedBehaviorSanitizer, then
-# a bounded libFuzzer run over the front end. Ends with "N passed, N failed".
+# a bounded run of every libFuzzer target (scripts/fuzz.sh: 80 s of
+# fuzzing, two targets at a time). Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
-fuzz_seconds=${FUZZ_SECONDS:-60}
+fuzz_seconds=${FUZZ_SECONDS:-80}
 
 [ -f build/build.ninja ] || meson setup build >/dev/null || exit 1
 ninja -C build || exit 1

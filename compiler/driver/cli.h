@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../util/diag.h" /* diag_quote: arguments are quoted in messages, cut when long */
 #include "tilec.h"
 
 /* Exit codes of tilec. */
@@ -14,8 +15,22 @@ enum { EXIT_OK = 0, EXIT_SOURCE_ERROR = 1, EXIT_USAGE = 2 };
 /* Most -D and --arg options on one command line. */
 #define CLI_MAX_DEFINES 256
 
-/* Reads a whole file; returns NULL (after printing why) on failure. */
+/* Largest file `tilec run` reads as a file: buffer: 1 GiB, a quarter of a
+ * billion f32 elements, more than a run within the interpreter's default
+ * step limit (10^9 element operations) gets through; reading stops there
+ * instead of filling memory (a path like /dev/zero never ends). */
+#define CLI_MAX_DATA_FILE_BYTES ((size_t)1 << 30)
+
+/* Reads a whole file of at most max_bytes bytes (larger ones are an error,
+ * found before reading them where the size is known); `what` names the
+ * limit in that message ("a source file"). Returns NULL, after printing
+ * why, on failure. */
+char *cli_read_file_max(const char *path, size_t max_bytes, const char *what, size_t *len);
+/* A source file, at most TC_MAX_SOURCE_BYTES. */
+char *cli_read_source(const char *path, size_t *len);
+/* A data file, at most CLI_MAX_DATA_FILE_BYTES. */
 char *cli_read_file(const char *path, size_t *len);
+
 
 /* Parses "-D NAME=VALUE"'s argument into d; false on a malformed one. */
 bool cli_parse_define(const char *text, tc_define *d);

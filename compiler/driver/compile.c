@@ -24,6 +24,8 @@
 #include "compilation.h"
 
 
+_Static_assert(TC_MAX_SOURCE_BYTES == SOURCE_MAX_BYTES, "tilec.h and util/diag.h disagree");
+
 static bool stage_ok(const tc_compilation *c) { return c->diags.errors == 0; }
 
 /* Checks that every -D names a const parameter of some compiled kernel. */
@@ -36,9 +38,10 @@ static void check_defines(tc_compilation *c, const tc_options *o) {
       for (int p = 0; p < it->nparams; p++)
         found |= it->params[p].is_const && strcmp(it->params[p].name, o->defines[d].name) == 0;
     }
+    char q[DIAG_QUOTE_BUF];
     if (!found)
-      diag_error(&c->diags, (SrcLoc){0, 0}, "-D %s: no %s has a const parameter named '%s'", o->defines[d].name,
-                 o->kernel ? "selected kernel" : "kernel in this file", o->defines[d].name);
+      diag_error(&c->diags, (SrcLoc){0, 0}, "-D %s: no %s has a const parameter named '%s'",
+                 diag_quote(q, o->defines[d].name), o->kernel ? "selected kernel" : "kernel in this file", q);
   }
 }
 
@@ -52,7 +55,9 @@ static void specialize_all(tc_compilation *c, const tc_options *o) {
     found = true;
     specialize_kernel(c->module, c->prog, it, defs, o->ndefines, &c->diags);
   }
-  if (o->kernel && !found) diag_error(&c->diags, (SrcLoc){0, 0}, "no kernel named '%s' in this file", o->kernel);
+  char q[DIAG_QUOTE_BUF];
+  if (o->kernel && !found)
+    diag_error(&c->diags, (SrcLoc){0, 0}, "no kernel named '%s' in this file", diag_quote(q, o->kernel));
 }
 
 static void optimize(tc_compilation *c, const tc_options *o) {
@@ -78,13 +83,20 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
   if (!c) return NULL;
   arena_init(&c->arena);
   c->src.name = arena_strdup(&c->arena, filename ? filename : "<input>");
-  char *text = arena_alloc(&c->arena, len + 1);
+  if (len > SOURCE_MAX_BYTES) {
+    c->src.text = "";
+    diags_init(&c->diags, &c->arena, &c->src);
+    diag_error(&c->diags, (SrcLoc){0, 0}, "the source is %zu bytes, more than the limit of %zu (%zu MiB)", len,
+               SOURCE_MAX_BYTES, SOURCE_MAX_BYTES >> 20);
+    return c;
+  }
+  char *text = arena_alloc(&c->arena, len + 1); /* zeroed: a NUL after the text */
   if (len) memcpy(text, source, len);
   c->src.text = text;
   c->src.len = len;
   diags_init(&c->diags, &c->arena, &c->src);
 
-  c->tokens = lex(&c->src, &c->arena, &c->diags);
+  c->tokens = lex_terminated(&c->src, &c->arena, &c->diags);
   c->prog = parse(&c->tokens, &c->arena, &c->diags);
   if (!stage_ok(c)) return c;
   resolve_program(c->prog, &c->arena, &c->diags);
@@ -209,8 +221,18 @@ tc_param tc_param_get(const tc_compilation *c, int kernel, int index) {
   return p;
 }
 
+_Static_assert(TC_INTERP_DEFAULT_MAX_STEPS == INTERP_DEFAULT_MAX_STEPS, "tilec.h and interp.h disagree");
+
 bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
                   const tc_buffer *buffers, int nbuffers, uint64_t max_steps, char **error) {
+  tc_interp_options options = {.max_steps = max_steps};
+  return tc_interpret_ex(c, kernel, grid, args, nargs, buffers, nbuffers, &options, error);
+}
+
+bool tc_interpret_ex(const tc_compilation *c, int kernel, const int64_t grid[3], const tc_arg *args, int nargs,
+                     const tc_buffer *buffers, int nbuffers, const tc_interp_options *options, char **error) {
+  tc_interp_options defaults = {0};
+  const tc_interp_options *o = options ? options : &defaults;
   if (!tc_kernel_name(c, kernel)) {
     if (error) *error = strdup("no such kernel (or the compilation failed)");
     return false;
@@ -226,7 +248,17 @@ bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], co
     }
     return false;
   }
+  if ((n && !args) || nbuffers < 0 || (nbuffers && !buffers) || !grid) {
+    if (error) *error = strdup(!grid ? "no grid given" : n && !args ? "no arguments given" : "bad buffer list");
+    return false;
+  }
   InterpArg *iargs = calloc((size_t)(n ? n : 1), sizeof *iargs);
+  Interp *ip = iargs ? interp_new(f, c->src.name) : NULL;
+  if (!ip) {
+    free(iargs);
+    if (error) *error = strdup("out of memory");
+    return false;
+  }
   for (int i = 0; i < n; i++) {
     tc_param p = tc_param_get(c, kernel, i);
     if (p.kind == TC_PARAM_PTR) iargs[i].p = args[i].p;
@@ -237,9 +269,9 @@ bool tc_interpret(const tc_compilation *c, int kernel, const int64_t grid[3], co
       memcpy(iargs[i].desc.strides, args[i].strides, sizeof args[i].strides);
     } else iargs[i].i = args[i].i;
   }
-  Interp *ip = interp_new(f, c->src.name);
   for (int i = 0; i < nbuffers; i++) interp_add_buffer(ip, buffers[i].data, buffers[i].bytes, buffers[i].name);
-  if (max_steps) interp_set_max_steps(ip, max_steps);
+  if (o->max_steps) interp_set_max_steps(ip, o->max_steps);
+  interp_set_time_limit(ip, o->max_seconds);
   bool ok = interp_run(ip, grid, iargs, n, error);
   interp_free(ip);
   free(iargs);

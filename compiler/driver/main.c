@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -37,29 +38,67 @@ static const char usage_text[] =
     "Without --emit, tilec checks the file and prints only diagnostics.\n"
     "Exit status: 0 success, 1 errors in the source, 2 bad usage.\n";
 
-char *cli_read_file(const char *path, size_t *len) {
+/* First buffer for a file whose size is not known (a pipe, a device). */
+#define CLI_READ_CHUNK ((size_t)1 << 16)
+
+/* Reports why path was not read (over the limit of `what`, or `why`, or a
+ * read error) and frees what there is. */
+static char *read_failed(FILE *f, char *buf, const char *path, const char *why, const char *what, size_t max) {
+  char q[DIAG_QUOTE_BUF];
+  if (what)
+    fprintf(stderr, "tilec: '%s' is larger than %zu MiB (the limit of %s)\n", diag_quote(q, path), max >> 20, what);
+  else if (why)
+    fprintf(stderr, "tilec: cannot read '%s': %s\n", diag_quote(q, path), why);
+  else
+    fprintf(stderr, "tilec: cannot read '%s'\n", diag_quote(q, path));
+  fclose(f);
+  free(buf);
+  return NULL;
+}
+
+char *cli_read_file_max(const char *path, size_t max_bytes, const char *what, size_t *len) {
+  char q[DIAG_QUOTE_BUF];
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "tilec: cannot open '%s': %s\n", path, strerror(errno));
+    fprintf(stderr, "tilec: cannot open '%s': %s\n", diag_quote(q, path), strerror(errno));
     return NULL;
   }
-  size_t cap = 1 << 16, n = 0;
+  /* A regular file's size is known: too large is found without reading,
+   * and the buffer is allocated once. One more byte shows the end. */
+  struct stat st;
+  size_t cap = CLI_READ_CHUNK, n = 0;
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+    if ((uint64_t)st.st_size > max_bytes) return read_failed(f, NULL, path, NULL, what, max_bytes);
+    cap = (size_t)st.st_size + 1;
+  }
   char *buf = malloc(cap);
+  if (!buf) return read_failed(f, NULL, path, "out of memory", NULL, max_bytes);
   for (;;) {
-    if (n == cap) buf = realloc(buf, cap *= 2);
+    if (n == cap) {
+      if (n > max_bytes) return read_failed(f, buf, path, NULL, what, max_bytes);
+      size_t grown = cap > max_bytes / 2 ? max_bytes + 1 : cap * 2;
+      char *p = realloc(buf, grown);
+      if (!p) return read_failed(f, buf, path, "out of memory", NULL, max_bytes);
+      buf = p;
+      cap = grown;
+    }
     size_t got = fread(buf + n, 1, cap - n, f);
     n += got;
     if (got == 0) break;
   }
-  bool failed = ferror(f);
+  if (n > max_bytes) return read_failed(f, buf, path, NULL, what, max_bytes);
+  if (ferror(f)) return read_failed(f, buf, path, NULL, NULL, max_bytes);
   fclose(f);
-  if (failed) {
-    fprintf(stderr, "tilec: cannot read '%s'\n", path);
-    free(buf);
-    return NULL;
-  }
   *len = n;
   return buf;
+}
+
+char *cli_read_source(const char *path, size_t *len) {
+  return cli_read_file_max(path, TC_MAX_SOURCE_BYTES, "a source file", len);
+}
+
+char *cli_read_file(const char *path, size_t *len) {
+  return cli_read_file_max(path, CLI_MAX_DATA_FILE_BYTES, "a file: buffer", len);
 }
 
 bool cli_parse_define(const char *text, tc_define *d) {
@@ -69,6 +108,7 @@ bool cli_parse_define(const char *text, tc_define *d) {
     if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (p > text && *p >= '0' && *p <= '9')))
       return false;
   char *name = malloc((size_t)(eq - text) + 1);
+  if (!name) return false;
   memcpy(name, text, (size_t)(eq - text));
   name[eq - text] = 0;
   d->name = name;
@@ -89,11 +129,21 @@ typedef struct Options {
   bool no_opt, verify_each;
 } Options;
 
+/* Prints "tilec: " and fmt with the argument (quoted: cut when long). */
 static int usage_error(const char *fmt, const char *arg) {
+  char q[DIAG_QUOTE_BUF];
   fprintf(stderr, "tilec: ");
-  fprintf(stderr, fmt, arg);
+  fprintf(stderr, fmt, diag_quote(q, arg));
   fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
   return EXIT_USAGE;
+}
+
+/* Whether writing `out` would replace the file `in`: the same path, or
+ * two names (links, ./x and x) of one existing file. */
+static bool same_file(const char *out, const char *in) {
+  struct stat a, b;
+  if (strcmp(out, in) == 0) return true;
+  return stat(out, &a) == 0 && stat(in, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /* Returns -1 when parsing succeeded, otherwise an exit code. */
@@ -158,20 +208,22 @@ static int parse_options(int argc, char **argv, Options *o) {
     }
   }
   if (!o->file) return usage_error("no input file%s", "");
+  if (o->out && same_file(o->out, o->file)) return usage_error("-o '%s' would overwrite the input", o->out);
   if (o->emit == EMIT_CUBIN && !o->out) return usage_error("--emit=cubin needs -o FILE%s", "");
   if (o->embed && o->emit != EMIT_HEADER) return usage_error("--embed goes with --emit=header%s", "");
   return -1;
 }
 
 static int write_bytes(const char *path, const void *data, size_t size) {
+  char q[DIAG_QUOTE_BUF];
   FILE *f = path ? fopen(path, "wb") : stdout;
   if (!f) {
-    fprintf(stderr, "tilec: cannot write '%s': %s\n", path, strerror(errno));
+    fprintf(stderr, "tilec: cannot write '%s': %s\n", diag_quote(q, path), strerror(errno));
     return EXIT_USAGE;
   }
   fwrite(data, 1, size, f);
   if (path && fclose(f) != 0) {
-    fprintf(stderr, "tilec: cannot write '%s'\n", path);
+    fprintf(stderr, "tilec: cannot write '%s'\n", diag_quote(q, path));
     return EXIT_USAGE;
   }
   return EXIT_OK;
@@ -184,7 +236,7 @@ static char *guard_from_path(const char *path, const char *fallback) {
   const char *base = path ? strrchr(path, '/') : NULL;
   base = base ? base + 1 : path ? path : fallback;
   size_t n = strcspn(base, ".");
-  return strndup(base, n ? n : strlen(base));
+  return strndup(base, n ? n : strlen(base)); /* NULL (out of memory): tc_emit_header's default name */
 }
 
 static void print_stats(tc_compilation *c) {
@@ -234,11 +286,15 @@ static int emit_gpu(const Options *o, tc_compilation *c) {
 
 static int compile_file(const Options *o) {
   size_t len;
-  char *src = cli_read_file(o->file, &len);
+  char *src = cli_read_source(o->file, &len);
   if (!src) return EXIT_USAGE;
   tc_options opt = {o->kernel, o->defines, o->ndefines, o->no_opt, o->verify_each};
   tc_compilation *c = tc_compile(o->file, src, len, &opt);
   free(src);
+  if (!c) {
+    fputs("tilec: out of memory\n", stderr);
+    return EXIT_SOURCE_ERROR;
+  }
   int rc = EXIT_OK;
   /* Tokens and the AST can be shown even when later stages failed. */
   if (o->emit == TC_EMIT_TOKENS || o->emit == TC_EMIT_AST) {

@@ -5,18 +5,17 @@
  *   tilec run add.tile -k add --grid 4 --arg z=zeros:1000 --arg x=rand:1000 \
  *         --arg y=file:y.bin --arg n=1000 --seed 7 --dump out/
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "../numeric/numeric.h"
-#include "cli.h"
-
-/* Most kernel parameters `tilec run` handles. */
-#define RUN_MAX_PARAMS 64
+#include "run.h"
 
 static const char run_usage[] =
     "usage: tilec run FILE.tile -k KERNEL --grid X[,Y[,Z]] [--arg NAME=VALUE]... [options]\n"
@@ -30,33 +29,21 @@ static const char run_usage[] =
     "  -D NAME=VALUE      const parameter value (repeatable)\n"
     "  --seed N           seed for rand: buffers (default 1)\n"
     "  --dump DIR         write every buffer to DIR/NAME.bin after the run\n"
-    "  --max-steps N      stop after N element operations (default: the interpreter's limit)\n"
+    "  --max-steps N      stop after N element operations (default 1e9: seconds to a minute)\n"
+    "  --timeout SECONDS  stop after SECONDS of wall-clock time (default 60; 0: no limit)\n"
     "  -O0                run the unoptimized IR (every load and division is executed and checked,\n"
     "                     also those whose results are unused)\n"
     "Prints one summary line per buffer (min, max, mean, NaN count).\n";
 
-typedef struct RunArg {
-  const char *name, *spec;
-} RunArg;
+const char *run_usage_text(void) { return run_usage; }
 
 typedef struct Buffer {
   void *data;
   size_t bytes;
   int64_t n;
-  int64_t shape[4];
+  int64_t shape[RUN_MAX_RANK];
   int rank;
 } Buffer;
-
-typedef struct RunOptions {
-  const char *file, *kernel, *dump;
-  int64_t grid[3];
-  uint64_t seed, max_steps;
-  bool no_opt;
-  tc_define defines[CLI_MAX_DEFINES];
-  int ndefines;
-  RunArg args[RUN_MAX_PARAMS];
-  int nargs;
-} RunOptions;
 
 static int run_usage_error(const char *msg, const char *arg) {
   fprintf(stderr, "tilec run: ");
@@ -65,11 +52,39 @@ static int run_usage_error(const char *msg, const char *arg) {
   return EXIT_USAGE;
 }
 
+/* ---- the command line ---------------------------------------------------- */
+
+static RunParse parse_error(char *msg, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static RunParse parse_error(char *msg, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (size) vsnprintf(msg, size, fmt, ap);
+  va_end(ap);
+  return RUN_PARSE_USAGE;
+}
+
+/* strtoll and friends skip leading blanks and take a sign after them, so
+ * " -1" would pass a check of s[0] for '-': numbers must start with a
+ * digit (or a sign, where one is allowed). */
+static bool starts_number(const char *s) { return *s && !isspace((unsigned char)*s); }
+
 static bool parse_u64(const char *s, uint64_t *out) {
+  if (!starts_number(s) || s[0] == '-') return false;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 0);
-  if (end == s || *end || errno || s[0] == '-') return false;
+  if (end == s || *end || errno) return false;
+  *out = v;
+  return true;
+}
+
+/* Seconds: a finite number, at least 0. */
+static bool parse_seconds(const char *s, double *out) {
+  if (!starts_number(s)) return false;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno || !isfinite(v) || v < 0) return false;
   *out = v;
   return true;
 }
@@ -77,6 +92,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
 static bool parse_grid(const char *s, int64_t grid[3]) {
   grid[0] = grid[1] = grid[2] = 1;
   for (int i = 0; i < 3; i++) {
+    if (!starts_number(s)) return false;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -89,46 +105,141 @@ static bool parse_grid(const char *s, int64_t grid[3]) {
   return false;
 }
 
-static int parse_run_options(int argc, char **argv, RunOptions *o) {
+static bool option_takes_value(const char *a) {
+  static const char *const with_value[] = {"-k",     "--kernel", "--grid", "--arg",       "--seed",
+                                           "--dump", "-D",       "--max-steps", "--timeout"};
+  for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
+    if (!strcmp(a, with_value[i])) return true;
+  return false;
+}
+
+/* An --arg whose name an earlier one has. */
+static bool arg_given(const RunOptions *o, const char *name, size_t len) {
+  for (int i = 0; i < o->nargs; i++)
+    if (strlen(o->args[i].name) == len && !strncmp(o->args[i].name, name, len)) return true;
+  return false;
+}
+
+/* One option a (with its value v, if it takes one). Arguments quoted in
+ * messages are cut when long (diag_quote). */
+static RunParse parse_option(const char *a, const char *v, RunOptions *o, char *msg, size_t size) {
+  char q[DIAG_QUOTE_BUF];
+  if (!strcmp(a, "-k") || !strcmp(a, "--kernel")) o->kernel = v;
+  else if (!strcmp(a, "--grid")) {
+    if (!parse_grid(v, o->grid))
+      return parse_error(msg, size, "--grid needs X[,Y[,Z]] with positive sizes, got '%s'", diag_quote(q, v));
+  } else if (!strcmp(a, "--seed")) {
+    if (!parse_u64(v, &o->seed))
+      return parse_error(msg, size, "--seed needs a non-negative integer, got '%s'", diag_quote(q, v));
+  } else if (!strcmp(a, "--max-steps")) {
+    if (!parse_u64(v, &o->max_steps) || !o->max_steps)
+      return parse_error(msg, size, "--max-steps needs a positive integer, got '%s'", diag_quote(q, v));
+  } else if (!strcmp(a, "--timeout")) {
+    if (!parse_seconds(v, &o->timeout_seconds))
+      return parse_error(msg, size, "--timeout needs a number of seconds (0: no limit), got '%s'", diag_quote(q, v));
+  } else if (!strcmp(a, "--dump")) o->dump = v;
+  else if (!strcmp(a, "-O0")) o->no_opt = true;
+  else if (!strcmp(a, "-D") || (!strncmp(a, "-D", 2) && a[2])) {
+    const char *d = a[2] ? a + 2 : v;
+    if (o->ndefines == CLI_MAX_DEFINES) return parse_error(msg, size, "more than %d -D options", CLI_MAX_DEFINES);
+    if (!cli_parse_define(d, &o->defines[o->ndefines]))
+      return parse_error(msg, size, "-D needs NAME=VALUE, got '%s'", diag_quote(q, d));
+    o->ndefines++;
+  } else if (!strcmp(a, "--arg")) {
+    const char *eq = strchr(v, '=');
+    if (o->nargs == RUN_MAX_PARAMS) return parse_error(msg, size, "more than %d --arg options", RUN_MAX_PARAMS);
+    if (!eq || eq == v) return parse_error(msg, size, "--arg needs NAME=VALUE, got '%s'", diag_quote(q, v));
+    if (arg_given(o, v, (size_t)(eq - v))) {
+      char *dup = strndup(v, (size_t)(eq - v));
+      RunParse r = parse_error(msg, size, "--arg '%s' is given twice", dup ? diag_quote(q, dup) : "?");
+      free(dup);
+      return r;
+    }
+    char *name = strndup(v, (size_t)(eq - v));
+    if (!name) return parse_error(msg, size, "out of memory");
+    o->args[o->nargs].name = name;
+    o->args[o->nargs++].spec = eq + 1;
+  } else if (a[0] == '-' && a[1]) return parse_error(msg, size, "unknown option '%s'", diag_quote(q, a));
+  else if (o->file) return parse_error(msg, size, "more than one input file ('%s')", diag_quote(q, a));
+  else o->file = a;
+  return RUN_PARSE_OK;
+}
+
+RunParse run_parse_options(int argc, char **argv, RunOptions *o, char *msg, size_t size) {
   o->seed = 1;
   o->grid[0] = 0;
+  o->timeout_seconds = RUN_DEFAULT_TIMEOUT_SECONDS;
+  if (size) msg[0] = '\0';
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(run_usage, stdout);
-      return EXIT_OK;
-    }
-    bool takes = !strcmp(a, "-k") || !strcmp(a, "--kernel") || !strcmp(a, "--grid") || !strcmp(a, "--arg") ||
-                 !strcmp(a, "--seed") || !strcmp(a, "--dump") || !strcmp(a, "-D") || !strcmp(a, "--max-steps");
-    if (takes && !v) return run_usage_error("option '%s' needs an argument", a);
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return RUN_PARSE_HELP;
+    bool takes = option_takes_value(a);
+    if (takes && !v) return parse_error(msg, size, "option '%s' needs an argument", a); /* a known option */
     if (takes) i++;
-    if (!strcmp(a, "-k") || !strcmp(a, "--kernel")) o->kernel = v;
-    else if (!strcmp(a, "--grid")) {
-      if (!parse_grid(v, o->grid)) return run_usage_error("--grid needs X[,Y[,Z]] with positive sizes, got '%s'", v);
-    } else if (!strcmp(a, "--seed")) {
-      if (!parse_u64(v, &o->seed)) return run_usage_error("--seed needs a non-negative integer, got '%s'", v);
-    } else if (!strcmp(a, "--max-steps")) {
-      if (!parse_u64(v, &o->max_steps) || !o->max_steps) return run_usage_error("--max-steps needs a positive integer, got '%s'", v);
-    } else if (!strcmp(a, "--dump")) o->dump = v;
-    else if (!strcmp(a, "-O0")) o->no_opt = true;
-    else if (!strcmp(a, "-D") || (!strncmp(a, "-D", 2) && a[2])) {
-      const char *d = a[2] ? a + 2 : v;
-      if (o->ndefines == CLI_MAX_DEFINES || !cli_parse_define(d, &o->defines[o->ndefines]))
-        return run_usage_error("-D needs NAME=VALUE, got '%s'", d);
-      o->ndefines++;
-    } else if (!strcmp(a, "--arg")) {
-      const char *eq = strchr(v, '=');
-      if (!eq || eq == v || o->nargs == RUN_MAX_PARAMS) return run_usage_error("--arg needs NAME=VALUE, got '%s'", v);
-      o->args[o->nargs].name = strndup(v, (size_t)(eq - v));
-      o->args[o->nargs++].spec = eq + 1;
-    } else if (a[0] == '-' && a[1]) return run_usage_error("unknown option '%s'", a);
-    else if (o->file) return run_usage_error("more than one input file ('%s')", a);
-    else o->file = a;
+    RunParse r = parse_option(a, v, o, msg, size);
+    if (r != RUN_PARSE_OK) return r;
   }
-  if (!o->file) return run_usage_error("no input file%s", "");
-  if (!o->grid[0]) return run_usage_error("--grid is required%s", "");
-  return -1;
+  if (!o->file) return parse_error(msg, size, "no input file");
+  if (!o->grid[0]) return parse_error(msg, size, "--grid is required");
+  return RUN_PARSE_OK;
+}
+
+void run_options_free(RunOptions *o) {
+  for (int i = 0; i < o->nargs; i++) free((char *)o->args[i].name);
+  for (int i = 0; i < o->ndefines; i++) free((char *)o->defines[i].name);
+  o->nargs = o->ndefines = 0;
+}
+
+/* ---- argument values ------------------------------------------------------- */
+
+/* Parses "N" or "AxBxC" into a shape, the element count checked after
+ * every factor (a product of four sizes of 2^40 would overflow). */
+static bool parse_shape(const char *s, RunBufferSpec *b) {
+  b->rank = 0;
+  b->n = 1;
+  while (b->rank < RUN_MAX_RANK) {
+    if (!starts_number(s) || *s == '-' || *s == '+') return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno || v < 1 || v > RUN_MAX_BUFFER_ELEMS) return false;
+    b->shape[b->rank++] = v;
+    if (b->n > RUN_MAX_BUFFER_ELEMS / v) return false;
+    b->n *= v;
+    if (!*end) return true;
+    if (*end != 'x') return false;
+    s = end + 1;
+  }
+  return false;
+}
+
+bool run_parse_buffer_spec(const char *spec, RunBufferSpec *out) {
+  static const struct {
+    const char *name;
+    RunFill fill;
+  } fills[] = {{"rand", RUN_FILL_RAND}, {"zeros", RUN_FILL_ZEROS}, {"range", RUN_FILL_RANGE}, {"file", RUN_FILL_FILE}};
+  memset(out, 0, sizeof *out);
+  const char *colon = strchr(spec, ':');
+  if (!colon) return false;
+  size_t kl = (size_t)(colon - spec);
+  for (size_t i = 0; i < sizeof fills / sizeof fills[0]; i++) {
+    if (strlen(fills[i].name) != kl || strncmp(spec, fills[i].name, kl) != 0) continue;
+    out->fill = fills[i].fill;
+    if (out->fill != RUN_FILL_FILE) return parse_shape(colon + 1, out);
+    out->path = colon + 1;
+    return *out->path != '\0';
+  }
+  return false;
+}
+
+bool run_row_major_strides(const int64_t *shape, int rank, int64_t *strides) {
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    strides[d] = stride;
+    if (shape[d] < 1 || __builtin_mul_overflow(stride, shape[d], &stride)) return false;
+  }
+  return true;
 }
 
 /* splitmix64: a small, good, seedable generator for test inputs. */
@@ -139,49 +250,32 @@ static uint64_t next_random(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-/* Parses "N" or "AxBxC" into a shape. */
-static bool parse_shape(const char *s, Buffer *b) {
-  b->rank = 0;
-  b->n = 1;
-  while (b->rank < 4) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || errno || v < 1 || v > (1LL << 40)) return false;
-    b->shape[b->rank++] = v;
-    b->n *= v;
-    if (!*end) return b->n <= (1LL << 40);
-    if (*end != 'x') return false;
-    s = end + 1;
-  }
-  return false;
+static bool read_buffer_file(const char *path, const tc_param *p, Buffer *b) {
+  size_t len;
+  char *data = cli_read_file(path, &len);
+  if (!data) return false;
+  b->data = data;
+  b->bytes = len;
+  b->n = (int64_t)(len / (size_t)p->elem_bytes);
+  b->rank = 1;
+  b->shape[0] = b->n;
+  return true;
 }
 
 static bool fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, Buffer *b) {
+  RunBufferSpec bs;
+  if (!run_parse_buffer_spec(spec, &bs)) return false;
+  if (bs.fill == RUN_FILL_FILE) return read_buffer_file(bs.path, p, b);
   ScalarKind k = scalar_from_name(p->elem, strlen(p->elem));
-  const char *colon = strchr(spec, ':');
-  if (!colon) return false;
-  size_t kl = (size_t)(colon - spec);
-  if (kl == 4 && !strncmp(spec, "file", 4)) {
-    size_t len;
-    char *data = cli_read_file(colon + 1, &len);
-    if (!data) return false;
-    b->data = data;
-    b->bytes = len;
-    b->n = (int64_t)(len / (size_t)p->elem_bytes);
-    b->rank = 1;
-    b->shape[0] = b->n;
-    return true;
-  }
-  if (!parse_shape(colon + 1, b)) return false;
-  b->bytes = (size_t)b->n * (size_t)p->elem_bytes;
+  b->rank = bs.rank;
+  b->n = bs.n;
+  memcpy(b->shape, bs.shape, sizeof b->shape);
+  b->bytes = (size_t)b->n * (size_t)p->elem_bytes; /* n <= 2^40, bytes <= 8 */
   b->data = calloc(b->bytes ? b->bytes : 1, 1);
   if (!b->data) return false;
-  bool rnd = kl == 4 && !strncmp(spec, "rand", 4), rng_range = kl == 5 && !strncmp(spec, "range", 5);
-  if (!rnd && !rng_range && !(kl == 5 && !strncmp(spec, "zeros", 5))) return false;
-  for (int64_t i = 0; i < b->n && (rnd || rng_range); i++) {
-    double v = rng_range ? (double)i : 0;
-    if (rnd) {
+  for (int64_t i = 0; i < b->n && bs.fill != RUN_FILL_ZEROS; i++) {
+    double v = (double)i;
+    if (bs.fill == RUN_FILL_RAND) {
       uint64_t r = next_random(rng);
       v = scalar_is_float(k)   ? (double)(r >> 11) * 0x1p-52 - 1.0
           : scalar_is_signed(k) ? (double)(int64_t)(r % 200) - 100
@@ -203,7 +297,7 @@ static bool int_in_range(int64_t v, int bytes, bool is_signed) {
   return (uint64_t)v < (UINT64_C(1) << bits);
 }
 
-static bool set_scalar(const char *spec, const tc_param *p, tc_arg *a) {
+bool run_parse_scalar(const char *spec, const tc_param *p, tc_arg *a) {
   char *end;
   errno = 0;
   if (p->kind == TC_PARAM_BOOL) {
@@ -212,6 +306,7 @@ static bool set_scalar(const char *spec, const tc_param *p, tc_arg *a) {
     else return false;
     return true;
   }
+  if (!starts_number(spec)) return false;
   if (p->kind == TC_PARAM_FLOAT) {
     a->f = strtod(spec, &end);
   } else if (!p->elem_signed) {
@@ -223,6 +318,8 @@ static bool set_scalar(const char *spec, const tc_param *p, tc_arg *a) {
   if (end == spec || *end || errno) return false;
   return p->kind == TC_PARAM_FLOAT || int_in_range(a->i, p->elem_bytes, p->elem_signed);
 }
+
+/* ---- running --------------------------------------------------------------- */
 
 static void summarize(const char *name, const tc_param *p, const Buffer *b) {
   ScalarKind k = scalar_from_name(p->elem, strlen(p->elem));
@@ -248,11 +345,16 @@ static bool dump_buffer(const char *dir, const char *name, const Buffer *b) {
   mkdir(dir, 0777);
   size_t len = strlen(dir) + strlen(name) + 8;
   char *path = malloc(len);
+  if (!path) {
+    fprintf(stderr, "tilec run: out of memory\n");
+    return false;
+  }
   snprintf(path, len, "%s/%s.bin", dir, name);
   FILE *f = fopen(path, "wb");
   bool ok = f && fwrite(b->data, 1, b->bytes, f) == b->bytes;
   if (f) ok &= fclose(f) == 0;
-  if (!ok) fprintf(stderr, "tilec run: cannot write '%s'\n", path);
+  char q[DIAG_QUOTE_BUF];
+  if (!ok) fprintf(stderr, "tilec run: cannot write '%s'\n", diag_quote(q, path));
   free(path);
   return ok;
 }
@@ -275,7 +377,8 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
   for (int a = 0; a < o->nargs; a++) {
     bool known = false;
     for (int i = 0; i < n; i++) known |= !strcmp(tc_param_get(c, k, i).name, o->args[a].name);
-    if (!known) return run_usage_error("kernel has no runtime parameter '%s'", o->args[a].name);
+    char q[DIAG_QUOTE_BUF];
+    if (!known) return run_usage_error("kernel has no runtime parameter '%s'", diag_quote(q, o->args[a].name));
   }
   for (int i = 0; i < n && rc == EXIT_OK; i++) {
     tc_param p = tc_param_get(c, k, i);
@@ -289,19 +392,20 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
         continue;
       }
       args[i].p = bufs[i].data;
-      for (int d = bufs[i].rank - 1, stride = 1; d >= 0; d--) {
-        args[i].shape[d] = bufs[i].shape[d];
-        args[i].strides[d] = stride;
-        stride *= (int)bufs[i].shape[d];
+      memcpy(args[i].shape, bufs[i].shape, sizeof args[i].shape);
+      if (!run_row_major_strides(bufs[i].shape, bufs[i].rank, args[i].strides)) {
+        rc = run_usage_error("the strides of buffer '%s' do not fit in 64 bits", p.name);
+        continue;
       }
       tb[nbufs++] = (tc_buffer){bufs[i].data, bufs[i].bytes, p.name};
-    } else if (!set_scalar(spec, &p, &args[i])) {
+    } else if (!run_parse_scalar(spec, &p, &args[i])) {
       rc = run_usage_error("bad value for scalar parameter '%s'", p.name);
     }
   }
   if (rc == EXIT_OK) {
     char *err = NULL;
-    if (!tc_interpret(c, k, o->grid, args, n, tb, nbufs, o->max_steps, &err)) {
+    tc_interp_options limits = {.max_steps = o->max_steps, .max_seconds = o->timeout_seconds};
+    if (!tc_interpret_ex(c, k, o->grid, args, n, tb, nbufs, &limits, &err)) {
       fprintf(stderr, "%s\n", err ? err : "tilec run: the run failed");
       rc = EXIT_SOURCE_ERROR;
     } else {
@@ -322,16 +426,24 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
 
 int cli_run(int argc, char **argv) {
   RunOptions o = {0};
-  int rc = parse_run_options(argc, argv, &o);
-  if (rc < 0) {
+  char msg[RUN_MESSAGE_BYTES];
+  RunParse parsed = run_parse_options(argc, argv, &o, msg, sizeof msg);
+  int rc = EXIT_USAGE;
+  if (parsed == RUN_PARSE_HELP) {
+    fputs(run_usage, stdout);
+    rc = EXIT_OK;
+  } else if (parsed == RUN_PARSE_USAGE) {
+    run_usage_error("%s", msg);
+  } else {
     size_t len;
-    char *src = cli_read_file(o.file, &len);
-    rc = EXIT_USAGE;
+    char *src = cli_read_source(o.file, &len);
     if (src) {
       tc_options opt = {o.kernel, o.defines, o.ndefines, o.no_opt, false};
       tc_compilation *c = tc_compile(o.file, src, len, &opt);
       free(src);
-      if (tc_error_count(c)) {
+      if (!c) {
+        rc = run_usage_error("out of memory%s", "");
+      } else if (tc_error_count(c)) {
         fputs(tc_diagnostics(c), stderr);
         rc = EXIT_SOURCE_ERROR;
       } else if (tc_kernel_count(c) != 1) {
@@ -342,7 +454,6 @@ int cli_run(int argc, char **argv) {
       tc_free(c);
     }
   }
-  for (int i = 0; i < o.nargs; i++) free((char *)o.args[i].name);
-  for (int i = 0; i < o.ndefines; i++) free((char *)o.defines[i].name);
+  run_options_free(&o);
   return rc;
 }

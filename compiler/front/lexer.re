@@ -23,6 +23,8 @@ typedef struct Lexer {
   uint32_t line;
   Token *tokens;
   int count, cap;
+  bool full;     /* LEX_MAX_TOKENS reached (and reported): stop */
+  Token discard; /* what push returns once full */
 } Lexer;
 
 static SrcLoc loc_at(const Lexer *lx, const unsigned char *p) {
@@ -30,12 +32,19 @@ static SrcLoc loc_at(const Lexer *lx, const unsigned char *p) {
 }
 
 static Token *push(Lexer *lx, TokKind kind, const unsigned char *start, const unsigned char *end) {
-  if (lx->count == lx->cap) {
-    int cap = lx->cap ? lx->cap * 2 : 1024;
-    lx->tokens = arena_grow(lx->arena, lx->tokens, sizeof(Token), (size_t)lx->cap, (size_t)cap);
-    lx->cap = cap;
+  Token *t;
+  if (kind != TOK_EOF && lx->count == LEX_MAX_TOKENS) {
+    if (!lx->full) diag_error(lx->diags, loc_at(lx, start), "the file has more than %d tokens", LEX_MAX_TOKENS);
+    lx->full = true;
+    t = &lx->discard; /* filled like a real one for whoever reports on it */
+  } else {
+    if (lx->count == lx->cap) {
+      int cap = lx->cap ? lx->cap * 2 : 1024;
+      lx->tokens = arena_grow(lx->arena, lx->tokens, sizeof(Token), (size_t)lx->cap, (size_t)cap);
+      lx->cap = cap;
+    }
+    t = &lx->tokens[lx->count++];
   }
-  Token *t = &lx->tokens[lx->count++];
   memset(t, 0, sizeof *t);
   t->kind = kind;
   t->loc = loc_at(lx, start);
@@ -227,23 +236,21 @@ static void lex_bad_char(Lexer *lx, const unsigned char *p) {
                cp, n, (const char *)p);
 }
 
-TokenList lex(const Source *src, Arena *arena, Diags *diags) {
+/* Scans buf, which holds src's text followed by a NUL. */
+static TokenList lex_buffer(const Source *src, const unsigned char *buf, Arena *arena, Diags *diags) {
   Lexer lx = {0};
   lx.src = src;
   lx.arena = arena;
   lx.diags = diags;
-  unsigned char *buf = arena_alloc(arena, src->len + 1);
-  if (src->len) memcpy(buf, src->text, src->len);
-  buf[src->len] = 0;
   lx.buf = buf;
-  lx.lim = buf + src->len;
-  lx.line_start = buf;
+  lx.lim = lx.buf + src->len;
+  lx.line_start = lx.buf;
   lx.line = 1;
 
-  const unsigned char *cur = buf, *mar = buf, *tok;
+  const unsigned char *cur = lx.buf, *mar = lx.buf, *tok;
   const unsigned char *lim = lx.lim;
   for (;;) {
-    if (diags_full(diags)) {
+    if (diags_full(diags) || lx.full) {
       push(&lx, TOK_EOF, lim, lim);
       break;
     }
@@ -363,6 +370,17 @@ TokenList lex(const Source *src, Arena *arena, Diags *diags) {
     push(&lx, k, tok, cur);
   }
   return (TokenList){lx.tokens, lx.count};
+}
+
+TokenList lex(const Source *src, Arena *arena, Diags *diags) {
+  unsigned char *buf = arena_alloc(arena, src->len + 1);
+  if (src->len) memcpy(buf, src->text, src->len);
+  buf[src->len] = 0;
+  return lex_buffer(src, buf, arena, diags);
+}
+
+TokenList lex_terminated(const Source *src, Arena *arena, Diags *diags) {
+  return lex_buffer(src, (const unsigned char *)src->text, arena, diags);
 }
 
 const char *token_kind_name(TokKind k) {

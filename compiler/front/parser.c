@@ -308,7 +308,11 @@ static Expr *parse_postfix(Parser *p) {
       Expr *ix = new_expr(p, EX_INDEX, t->loc);
       ix->index.base = e;
       PtrVec v = {0};
-      while (!at(p, TOK_RBRACKET) && !stopped(p) && v.n < PARSE_MAX_LIST) {
+      while (!at(p, TOK_RBRACKET) && !stopped(p)) {
+        if (v.n == PARSE_MAX_LIST) {
+          error_at(p, peek(p)->loc, arena_printf(p->arena, "too many index entries (more than %d)", PARSE_MAX_LIST));
+          break;
+        }
         vec_push(p, &v, parse_index_item(p));
         if (!accept(p, TOK_COMMA)) break;
       }

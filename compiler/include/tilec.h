@@ -40,6 +40,10 @@ typedef struct tc_options {
   bool verify_each_pass;       /* run the IR verifier after every pass */
 } tc_options;
 
+/* Largest source text tc_compile accepts (64 MiB); a longer one gives one
+ * error and is not read. */
+#define TC_MAX_SOURCE_BYTES ((size_t)64 << 20)
+
 /* Compiles source text; never returns NULL (except when out of memory).
  * Problems are reported as diagnostics, not by failing the call. */
 tc_compilation *tc_compile(const char *filename, const char *source, size_t len, const tc_options *options);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "interp_internal.h"
 
@@ -52,21 +53,48 @@ bool interp_fail(Interp *ip, const XOp *xo, const char *fmt, ...) {
   return false;
 }
 
-/* An error outside any program (arguments, grid), at the kernel's loc. */
-static bool fail_kernel(Interp *ip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool fail_kernel(Interp *ip, const char *fmt, ...) {
+/* An error at the kernel's loc: outside any program (arguments, grid), or
+ * in the current one when no op is running (the per-program step). */
+static bool fail_kernel(Interp *ip, bool in_program, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail_kernel(Interp *ip, bool in_program, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fail_v(ip, ip->func->loc, false, fmt, ap);
+  fail_v(ip, ip->func->loc, in_program, fmt, ap);
   va_end(ap);
   return false;
 }
 
+static double monotonic_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether the run is still within its time limit; schedules the next look. */
+static bool within_time_limit(Interp *ip) {
+  if (ip->max_seconds <= 0) {
+    ip->next_clock_check = UINT64_MAX;
+    return true;
+  }
+  ip->next_clock_check = ip->steps + INTERP_CLOCK_CHECK_STEPS;
+  return monotonic_seconds() - ip->start_seconds <= ip->max_seconds;
+}
+
+static void format_time_limit(const Interp *ip, char *buf, size_t size) {
+  snprintf(buf, size, "time limit of %g seconds exceeded after %llu steps", ip->max_seconds,
+           (unsigned long long)ip->steps);
+}
+
 bool interp_charge(Interp *ip, const XOp *xo, uint64_t amount) {
+  if (amount > ip->max_steps - ip->steps) {
+    ip->steps = ip->max_steps;
+    return interp_fail(ip, xo, "execution limit of %llu steps exceeded", (unsigned long long)ip->max_steps);
+  }
   ip->steps += amount;
-  if (ip->steps <= ip->max_steps) return true;
-  return interp_fail(ip, xo, "execution limit of %llu steps exceeded",
-                     (unsigned long long)ip->max_steps);
+  if (ip->steps < ip->next_clock_check || within_time_limit(ip)) return true;
+  char msg[128];
+  format_time_limit(ip, msg, sizeof msg);
+  return interp_fail(ip, xo, "%s", msg);
 }
 
 void interp_format_index(TType t, int64_t flat, char *buf, size_t size) {
@@ -352,13 +380,17 @@ void interp_add_buffer(Interp *ip, void *base, size_t bytes, const char *name) {
     ip->bufs = b;
     ip->capbufs = cap;
   }
+  char *copy = dup_string(name ? name : "?");
+  if (!copy) return; /* as above */
   Buffer *b = &ip->bufs[ip->nbufs++];
   b->base = (uint64_t)(uintptr_t)base;
   b->size = bytes;
-  b->name = dup_string(name ? name : "?");
+  b->name = copy;
 }
 
 void interp_set_max_steps(Interp *ip, uint64_t max_steps) { ip->max_steps = max_steps; }
+
+void interp_set_time_limit(Interp *ip, double seconds) { ip->max_seconds = seconds > 0 ? seconds : 0; }
 
 /* ---- value copies ------------------------------------------------------- */
 
@@ -512,7 +544,7 @@ static bool check_param_facts(Interp *ip, uint32_t i, Slot s) {
   ScalarKind k = (ScalarKind)ip->tiles[ip->body.args[i]].type.kind;
   const char *name = pi->name ? pi->name : "?";
   if (pi->align > 0 && k == SK_PTR && s.u % (uint64_t)pi->align != 0)
-    return fail_kernel(ip, "argument '%s' violates align(%lld): address 0x%llx (kernel '%s')", name,
+    return fail_kernel(ip, false, "argument '%s' violates align(%lld): address 0x%llx (kernel '%s')", name,
                        (long long)pi->align, (unsigned long long)s.u, ip->func->name);
   if (pi->multiple_of > 0 && scalar_is_int(k)) {
     bool ok = kind_is_signed_int(k) ? s.i % pi->multiple_of == 0
@@ -521,22 +553,50 @@ static bool check_param_facts(Interp *ip, uint32_t i, Slot s) {
       char value[32];
       if (kind_is_signed_int(k)) snprintf(value, sizeof value, "%lld", (long long)s.i);
       else snprintf(value, sizeof value, "%llu", (unsigned long long)s.u);
-      return fail_kernel(ip, "argument '%s' violates multiple_of(%lld): value %s (kernel '%s')",
+      return fail_kernel(ip, false, "argument '%s' violates multiple_of(%lld): value %s (kernel '%s')",
                          name, (long long)pi->multiple_of, value, ip->func->name);
     }
   }
   return true;
 }
 
+/* A descriptor argument: every size and stride at least 0 and the offset
+ * of its last element, in bytes, within 64 bits, so that no address inside
+ * the tensor overflows when a block access computes it. */
+static bool check_desc_arg(Interp *ip, uint32_t i, const InterpArg *arg, TType t) {
+  const char *name = ip->func->params && ip->func->params[i].name ? ip->func->params[i].name : "?";
+  int64_t last = 0;
+  for (int d = 0; d < t.desc_rank && d < TILE_MAX_RANK; d++) {
+    int64_t size = arg->desc.shape[d], stride = arg->desc.strides[d], reach;
+    if (size < 0 || stride < 0)
+      return fail_kernel(ip, false,
+                         "descriptor argument '%s' has %s %lld in dimension %d (must be at least 0) (kernel '%s')",
+                         name, size < 0 ? "size" : "stride", (long long)(size < 0 ? size : stride), d,
+                         ip->func->name);
+    if (size > 0 && (__builtin_mul_overflow(size - 1, stride, &reach) || __builtin_add_overflow(last, reach, &last)))
+      return fail_kernel(ip, false,
+                         "descriptor argument '%s': the offset of its last element overflows 64 bits (kernel '%s')",
+                         name, ip->func->name);
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(last, (int64_t)scalar_bytes((ScalarKind)t.pointee), &bytes) ||
+      (uint64_t)bytes > UINT64_MAX - (uint64_t)(uintptr_t)arg->desc.base)
+    return fail_kernel(ip, false,
+                       "descriptor argument '%s': the address of its last element overflows 64 bits (kernel '%s')",
+                       name, ip->func->name);
+  return true;
+}
+
 static bool bind_args(Interp *ip, const InterpArg *args, int nargs) {
   uint32_t nparams = ip->body.nargs;
   if (nargs < 0 || (uint32_t)nargs != nparams || (nparams && !args))
-    return fail_kernel(ip, "kernel '%s' takes %u arguments, %d given", ip->func->name, nparams,
+    return fail_kernel(ip, false, "kernel '%s' takes %u arguments, %d given", ip->func->name, nparams,
                        nargs);
   ip->args = args;
   ip->nargs = nargs;
   for (uint32_t i = 0; i < nparams; i++) {
     Tile *t = &ip->tiles[ip->body.args[i]];
+    if (t->type.kind == SK_DESC && !check_desc_arg(ip, i, &args[i], t->type)) return false;
     Slot s = arg_slot(&args[i], t->type, i);
     for (int64_t e = 0; e < t->n; e++) t->data[e] = s;
     if (!check_param_facts(ip, i, s)) return false;
@@ -552,11 +612,24 @@ static bool bind_args(Interp *ip, const InterpArg *args, int nargs) {
 static bool check_grid(Interp *ip, const int64_t grid[3]) {
   for (int d = 0; d < 3; d++) {
     if (grid[d] < 1 || grid[d] > INTERP_MAX_GRID_DIM)
-      return fail_kernel(ip, "grid dimension %d is %lld (must be 1..%lld)", d, (long long)grid[d],
+      return fail_kernel(ip, false, "grid dimension %d is %lld (must be 1..%lld)", d, (long long)grid[d],
                          (long long)INTERP_MAX_GRID_DIM);
     ip->grid[d] = grid[d];
   }
   return true;
+}
+
+/* Every program costs a step of its own, so that a grid of 2^31 programs
+ * of a kernel with nothing to do (or whose ops all fold away) meets the
+ * limits too. */
+static bool charge_program(Interp *ip) {
+  if (ip->steps >= ip->max_steps)
+    return fail_kernel(ip, true, "execution limit of %llu steps exceeded", (unsigned long long)ip->max_steps);
+  ip->steps++;
+  if (ip->steps < ip->next_clock_check || within_time_limit(ip)) return true;
+  char msg[128];
+  format_time_limit(ip, msg, sizeof msg);
+  return fail_kernel(ip, true, "%s", msg);
 }
 
 static bool run_grid(Interp *ip) {
@@ -567,7 +640,7 @@ static bool run_grid(Interp *ip) {
         ip->pid[1] = y;
         ip->pid[2] = z;
         ip->returned = false;
-        if (!exec_block(ip, &ip->body)) return false;
+        if (!charge_program(ip) || !exec_block(ip, &ip->body)) return false;
       }
   return true;
 }
@@ -577,6 +650,8 @@ bool interp_run(Interp *ip, const int64_t grid[3], const InterpArg *args, int na
   free(ip->error);
   ip->error = NULL;
   ip->steps = 0;
+  ip->start_seconds = ip->max_seconds > 0 ? monotonic_seconds() : 0;
+  ip->next_clock_check = ip->max_seconds > 0 ? INTERP_CLOCK_CHECK_STEPS : UINT64_MAX;
   ip->last_buf = -1;
   memset(ip->pid, 0, sizeof ip->pid);
   bool ok;

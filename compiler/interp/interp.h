@@ -21,9 +21,21 @@
 #include "../ir/ir.h"
 
 /* Default cap on executed element operations per run, so that a kernel with
- * a runaway while loop ends with an error instead of hanging. About a minute
- * of interpretation. */
-#define INTERP_DEFAULT_MAX_STEPS ((uint64_t)20000000000ULL)
+ * a runaway while loop ends with an error instead of hanging. What a step
+ * costs depends on the work: on the 2-core CI machine (optimized build) a
+ * loop over scalars runs about 1.9·10^7 steps a second, elementwise work
+ * on 1024-element tiles about 3.6·10^8 (the old default of 2·10^10 took
+ * 249 s in one case, over 15 minutes in the scalar case). 10^9 is about a
+ * minute in the slowest case and a few seconds in the fastest; the
+ * wall-clock limit (interp_set_time_limit, `tilec run --timeout`) bounds
+ * the time itself. */
+#define INTERP_DEFAULT_MAX_STEPS ((uint64_t)1000000000ULL)
+
+/* Steps between two looks at the clock under a time limit: about 10 ms of
+ * interpretation, so a limit is overshot by that much at most (one op can
+ * take longer: a dot of the largest tiles is charged, and runs, as one
+ * step per multiply-add), while the clock costs nothing measurable. */
+#define INTERP_CLOCK_CHECK_STEPS ((uint64_t)1 << 19)
 
 typedef struct Interp Interp;
 
@@ -47,6 +59,10 @@ void interp_free(Interp *ip);
 /* Registers memory the kernel may access; `name` appears in errors. */
 void interp_add_buffer(Interp *ip, void *base, size_t bytes, const char *name);
 void interp_set_max_steps(Interp *ip, uint64_t max_steps);
+/* A wall-clock limit for each interp_run, in seconds (0, the default:
+ * none). Checked every INTERP_CLOCK_CHECK_STEPS steps; running over it
+ * stops the run with an error at the op being executed. */
+void interp_set_time_limit(Interp *ip, double seconds);
 /* Runs every program of the grid (grid[i] >= 1). Returns true on success;
  * on failure *error (if non-NULL) receives a malloc'd message in the form
  * "file.tile:LINE:COL: error: ..." and the run stops at the first error. */

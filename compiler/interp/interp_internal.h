@@ -69,6 +69,9 @@ struct Interp {
   int last_buf; /* index of the buffer of the last access, -1 if none */
 
   uint64_t max_steps, steps;
+  double max_seconds;        /* wall-clock limit of a run, 0: none */
+  double start_seconds;      /* the monotonic clock when the run started */
+  uint64_t next_clock_check; /* steps at which to look at the clock next */
   int64_t pid[3], grid[3];
   const InterpArg *args;
   int nargs;

@@ -275,7 +275,8 @@ static bool resolve_block(Interp *ip, const XOp *xo, uint32_t first_offset, cons
    * dimension is a multiple of 16 bytes (the GPU stops the kernel
    * otherwise). */
   int64_t eb = scalar_bytes(ba->kind), last = ba->offset[ba->rank - 1];
-  if ((last * eb) % BLOCK_ROW_ALIGN_BYTES)
+  /* Elements per row alignment, not bytes: last * eb could overflow. */
+  if (last % (BLOCK_ROW_ALIGN_BYTES / eb))
     return interp_fail(ip, xo,
                        "%s offset %lld in the last dimension is not a multiple of %lld elements (%d bytes, the "
                        "alignment of a TMA copy's rows)",
@@ -285,17 +286,24 @@ static bool resolve_block(Interp *ip, const XOp *xo, uint32_t first_offset, cons
 }
 
 /* Address of box element `idx` (box coordinates), or false when the
- * element lies outside the tensor. Unsigned arithmetic wraps instead of
- * overflowing; a wild result is caught by the access check. */
+ * element lies outside the tensor. In 64-bit signed arithmetic with every
+ * step checked: interp_run checked when binding the arguments that the
+ * last element's offset fits (sizes and strides are at least 0), so for
+ * an element inside the tensor nothing overflows, and an overflow, should
+ * one happen anyway, counts as outside the tensor rather than wrapping to
+ * some other address. */
 static bool block_address(const BlockAccess *ba, const int64_t *idx, uint64_t *addr) {
-  uint64_t elems = 0;
+  int64_t elems = 0;
   for (int d = 0; d < ba->rank; d++) {
-    if (ba->offset[d] > INT64_MAX - idx[d]) return false;
-    int64_t c = ba->offset[d] + idx[d];
+    int64_t c, term;
+    if (__builtin_add_overflow(ba->offset[d], idx[d], &c)) return false;
     if (c < 0 || c >= ba->desc->desc.shape[d]) return false;
-    elems += (uint64_t)c * (uint64_t)ba->desc->desc.strides[d];
+    if (__builtin_mul_overflow(c, ba->desc->desc.strides[d], &term) || __builtin_add_overflow(elems, term, &elems))
+      return false;
   }
-  *addr = (uint64_t)(uintptr_t)ba->desc->desc.base + elems * (uint64_t)scalar_bytes(ba->kind);
+  int64_t bytes;
+  if (__builtin_mul_overflow(elems, (int64_t)scalar_bytes(ba->kind), &bytes)) return false;
+  *addr = (uint64_t)(uintptr_t)ba->desc->desc.base + (uint64_t)bytes;
   return true;
 }
 

@@ -174,6 +174,7 @@ typedef struct Module {
   const char *source_name;
   Func **funcs;
   int nfuncs, capfuncs;
+  size_t specialized_ops; /* ops the front end made for all kernels (its budget, sema/irgen.h) */
 } Module;
 
 /* Construction. Ops are allocated in the module's arena. */

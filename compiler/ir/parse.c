@@ -49,6 +49,11 @@
 /* Numbers in warp_specialize(producers, consumers, producer_registers,
  * consumer_registers). */
 #define PARSE_WARP_SPEC_FIELDS 4
+/* Most entries of one list (operands, results, iter values, parameters,
+ * types): more than the front end makes from any source it accepts (a
+ * variable carried by a loop takes several of its at most a million
+ * tokens), and few enough for the int counts of the IR builders. */
+#define PARSE_MAX_LIST (1u << 20)
 
 /* ---- tokens ------------------------------------------------------------- */
 
@@ -85,7 +90,7 @@ typedef struct ValueSlot {
 } ValueSlot;
 
 typedef struct NamedValue {
-  const char *name;
+  const char *name; /* NULL: an empty slot */
   size_t len;
   Value *value;
 } NamedValue;
@@ -105,9 +110,11 @@ typedef struct Parser {
   /* Keys defined, innermost scope last; scope_end hides a suffix. */
   uint32_t *scope_keys;
   size_t nscope, capscope;
-  /* Kernel parameters of the current function. */
+  /* Kernel parameters of the current function, by name (open addressing,
+   * at most half full, so that lookup is constant time however many there
+   * are). */
   NamedValue *params;
-  size_t nparams;
+  size_t nparam_slots;
 } Parser;
 
 /* Growable arrays in the arena. */
@@ -124,12 +131,18 @@ typedef struct TypeList {
   size_t n, cap;
 } TypeList;
 
-#define LIST_PUSH(arena, list, item)                                                        \
+/* Appends to a list; at PARSE_MAX_LIST entries it fails instead (the
+ * callers stop at the failure). */
+#define LIST_PUSH(p, list, item)                                                            \
   do {                                                                                      \
+    if ((list)->n == PARSE_MAX_LIST) {                                                      \
+      fail((p), (p)->tok.loc, "list too long (limit %u entries)", PARSE_MAX_LIST);         \
+      break;                                                                                \
+    }                                                                                       \
     if ((list)->n == (list)->cap) {                                                         \
       size_t cap_ = (list)->cap ? (list)->cap * 2 : 4;                                      \
-      (list)->items = arena_grow((arena), (list)->items, sizeof *(list)->items, (list)->cap, \
-                                 cap_);                                                     \
+      (list)->items = arena_grow((p)->arena, (list)->items, sizeof *(list)->items,          \
+                                 (list)->cap, cap_);                                        \
       (list)->cap = cap_;                                                                   \
     }                                                                                       \
     (list)->items[(list)->n++] = (item);                                                    \
@@ -619,7 +632,7 @@ static void parse_type_list(Parser *p, TypeList *types) {
   do {
     TType t;
     if (!parse_type(p, &t)) return;
-    LIST_PUSH(p->arena, types, t);
+    LIST_PUSH(p, types, t);
   } while (accept_punct(p, ','));
 }
 
@@ -662,7 +675,23 @@ static void reset_values(Parser *p) {
   p->nused = 0;
   p->nscope = 0;
   p->params = NULL;
-  p->nparams = 0;
+  p->nparam_slots = 0;
+}
+
+/* FNV-1a of a name, for the parameter table. */
+static size_t name_hash(const char *s, size_t len) {
+  uint64_t h = 14695981039346656037ULL;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  return (size_t)h;
+}
+
+/* The parameter slot of name, or the empty slot where it would go. */
+static NamedValue *param_slot(const Parser *p, const char *name, size_t len) {
+  size_t mask = p->nparam_slots - 1;
+  for (size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+    NamedValue *s = &p->params[i];
+    if (!s->name || (s->len == len && memcmp(s->name, name, len) == 0)) return s;
+  }
 }
 
 static size_t scope_begin(const Parser *p) { return p->nscope; }
@@ -699,10 +728,9 @@ static Value *lookup_value(const Parser *p, const Tok *t) {
     ValueSlot *s = find_slot(p->slots, p->nslots, t->number);
     return s->used && s->visible ? s->value : NULL;
   }
-  for (size_t i = 0; i < p->nparams; i++)
-    if (p->params[i].len == t->len - 1 && memcmp(p->params[i].name, t->text + 1, t->len - 1) == 0)
-      return p->params[i].value;
-  return NULL;
+  if (!p->nparam_slots) return NULL;
+  const NamedValue *s = param_slot(p, t->text + 1, t->len - 1);
+  return s->name ? s->value : NULL;
 }
 
 /* A use of a defined value. */
@@ -730,7 +758,7 @@ static bool parse_def_name(Parser *p, TokList *names) {
     fail(p, p->tok.loc, "only kernel parameters are named; values are numbered (%%0, %%1, ...)");
     return false;
   }
-  LIST_PUSH(p->arena, names, p->tok);
+  LIST_PUSH(p, names, p->tok);
   lex(p);
   return true;
 }
@@ -742,7 +770,7 @@ static void parse_init_pairs(Parser *p, TokList *names, ValueList *inits, char c
     if (!parse_def_name(p, names) || !expect_punct(p, '=')) return;
     Value *v = parse_operand(p);
     if (!v) return;
-    LIST_PUSH(p->arena, inits, v);
+    LIST_PUSH(p, inits, v);
   } while (accept_punct(p, ','));
 }
 
@@ -901,7 +929,7 @@ static void parse_generic(Parser *p, Block *b, const TokList *results, const Tok
     do {
       Value *v = parse_operand(p);
       if (!v) return;
-      LIST_PUSH(p->arena, &ops, v);
+      LIST_PUSH(p, &ops, v);
     } while (accept_punct(p, ','));
   }
   check_operand_count(p, opname, kind, ops.n);
@@ -954,7 +982,7 @@ static void parse_for(Parser *p, Block *b, const TokList *results, const Tok *op
     if (bounds_words[i] && !expect_word(p, bounds_words[i])) return;
     Value *v = parse_operand(p);
     if (!v) return;
-    LIST_PUSH(p->arena, &ops, v);
+    LIST_PUSH(p, &ops, v);
   }
   if (at_word(p, "iter")) {
     lex(p);
@@ -1122,7 +1150,7 @@ static void parse_param(Parser *p, TokList *names, TypeList *types, ParamList *i
     fail(p, p->tok.loc, "parameter names must be identifiers (like %%x)");
     return;
   }
-  LIST_PUSH(p->arena, names, p->tok);
+  LIST_PUSH(p, names, p->tok);
   info.name = arena_strndup(p->arena, p->tok.text + 1, p->tok.len - 1);
   lex(p);
   if (!expect_punct(p, ':') || !parse_type(p, &t)) return;
@@ -1135,8 +1163,8 @@ static void parse_param(Parser *p, TokList *names, TypeList *types, ParamList *i
     if (!expect_punct(p, '(') || !parse_int64(p, &info.multiple_of) || !expect_punct(p, ')'))
       return;
   }
-  LIST_PUSH(p->arena, types, t);
-  LIST_PUSH(p->arena, infos, info);
+  LIST_PUSH(p, types, t);
+  LIST_PUSH(p, infos, info);
 }
 
 /* NAME: type = value, or NAME: type = scalar-type-name */
@@ -1162,7 +1190,7 @@ static void parse_const_info(Parser *p, ConstList *consts) {
     lex(p);
     if (!literal_value(p, &lit, c.type.kind, &c.ival, &c.fval)) return;
   }
-  LIST_PUSH(p->arena, consts, c);
+  LIST_PUSH(p, consts, c);
 }
 
 /* '(' [item {',' item}] ')' calling parse_item for each. */
@@ -1226,14 +1254,16 @@ static void parse_kernel(Parser *p, Module *m) {
   f->warps = (int)warps;
   f->ws = ws;
   reset_values(p);
-  p->params = ARENA_ARRAY(p->arena, NamedValue, names.n + 1);
+  p->nparam_slots = PARSE_TABLE_INIT;
+  while (p->nparam_slots < 2 * names.n) p->nparam_slots *= 2;
+  p->params = ARENA_ARRAY(p->arena, NamedValue, p->nparam_slots);
   for (size_t i = 0; i < names.n; i++) {
     const Tok *t = &names.items[i];
     if (lookup_value(p, t)) {
       fail(p, t->loc, "redefinition of value %.*s", quote_len(t), t->text);
       return;
     }
-    p->params[p->nparams++] = (NamedValue){t->text + 1, t->len - 1, &f->body.args[i]};
+    *param_slot(p, t->text + 1, t->len - 1) = (NamedValue){t->text + 1, t->len - 1, &f->body.args[i]};
   }
   parse_region(p, &f->body, NULL);
   if (!p->failed && p->tok.kind != TK_EOF) expect_newline(p);
@@ -1262,6 +1292,10 @@ Module *ir_parse(Arena *arena, const Source *src, Diags *diags) {
   p.line = p.col = 1;
   Module *m = NULL;
   reset_values(&p);
+  if (text.len > SOURCE_MAX_BYTES) {
+    fail(&p, (SrcLoc){0, 0}, "input is larger than %zu MiB", SOURCE_MAX_BYTES >> 20);
+    return NULL;
+  }
   lex(&p);
   parse_module_header(&p, &m);
   while (!p.failed) {

@@ -400,8 +400,11 @@ static Slot float_binop(NumBinop op, Slot a, Slot b, ScalarKind k) {
   case NUM_MUL: r = x * y; break;
   case NUM_DIV: r = x / y; break;
   case NUM_REM: r = fmod(x, y); break;
-  case NUM_MAX: r = max_num(x, y); break;
-  case NUM_MIN: r = min_num(x, y); break;
+  /* maximum and minimum return one of their operands, already a value of
+   * k: no rounding (which would saturate an fp8 infinity, a rule of
+   * conversions only) */
+  case NUM_MAX: return slot_f(max_num(x, y));
+  case NUM_MIN: return slot_f(min_num(x, y));
   default: return float_bits_binop(op, a, b, k);
   }
   return slot_f(num_round_float(r, k));

@@ -4,10 +4,11 @@
  *   - pure ops and loads (OPF_READ) whose results are all unused;
  *   - `for` and `if` ops whose results are all unused and whose regions
  *     contain no write (OPF_WRITE) and no `while` loop, at any depth;
- *   - iter args of `for` loops whose result is unused and whose value only
- *     feeds its own next iteration: the block argument and everything
- *     computed from it is used only by pure ops in that slice or by the
- *     body's yield at the arg's own position (a dead accumulator).
+ *   - iter args of `for` loops that nothing needs: the result is unused
+ *     after the loop, and the block argument and everything computed from
+ *     it feed only pure ops and loads in that slice and the body's yield at
+ *     the positions of such iter args (dead accumulators, also several
+ *     that feed each other).
  * Never removed: writes, terminators, `while` loops (one that does not
  * terminate must keep not terminating).
  *
@@ -16,14 +17,15 @@
  * each block is swept from its last op to its first, removing dead ops and
  * decrementing the use counts of their operands (also of the ops inside a
  * removed region op), so that whole dead chains go in the same sweep: the
- * users of a value always come after it.
+ * users of a value always come after it. The iter args of a loop are
+ * decided by one backward walk of its body before it is swept (so a loop
+ * costs its size times its nesting depth, never the number of iter args
+ * times anything).
  */
 #include "passes.h"
 #include "passutil.h"
 
-/* The bit of Value.id that marks a value as computed from the iter arg
- * being examined; the bits below hold the use count. */
-#define DCE_TAINT_BIT 0x80000000u
+#include <stdlib.h>
 
 /* ---- counting ------------------------------------------------------------ */
 
@@ -76,69 +78,75 @@ static bool removable(const Op *op) {
 
 /* ---- dead iter args of for loops ------------------------------------------ */
 
-static bool tainted(const Value *v) { return (v->id & DCE_TAINT_BIT) != 0; }
+/* Value.id bits while one loop's iter args are examined (the bits below
+ * hold the use count): the value is defined in the loop body, at any
+ * depth; something that stays needs it. */
+#define DCE_INSIDE_BIT 0x80000000u
+#define DCE_NEEDED_BIT 0x40000000u
+#define DCE_COUNT_MASK 0x3fffffffu
 
 static bool slice_op(const Op *op) {
   return (ir_info(op)->flags & (OPF_PURE | OPF_READ)) && !(ir_info(op)->flags & OPF_TERM) &&
          op->nregions == 0;
 }
 
-/* Walks b marking results computed from tainted values; returns false if a
- * tainted value reaches anything but a slice op or position `pos` of the
- * loop body's yield. */
-static bool taint_block(Block *b, const Block *body, uint32_t pos) {
+/* Sets (or clears) DCE_INSIDE_BIT on every value defined in b; returns
+ * how many there are. */
+static size_t mark_inside(Block *b, bool set) {
+  size_t n = b->nargs;
+  for (uint32_t i = 0; i < b->nargs; i++) b->args[i].id = set ? b->args[i].id | DCE_INSIDE_BIT : b->args[i].id & DCE_COUNT_MASK;
   for (Op *op = b->first; op; op = op->next) {
-    bool uses = false;
-    for (uint32_t i = 0; i < op->noperands; i++) {
-      if (!tainted(op->operands[i])) continue;
-      uses = true;
-      if (op->kind == OP_YIELD && (op->parent != body || i != pos)) return false;
-    }
-    if (uses && op->kind != OP_YIELD) {
-      if (!slice_op(op)) return false;
-      for (uint32_t i = 0; i < op->nresults; i++) op->results[i].id |= DCE_TAINT_BIT;
-    }
-    for (int r = 0; r < op->nregions; r++)
-      if (!taint_block(&op->regions[r], body, pos)) return false;
+    for (uint32_t i = 0; i < op->nresults; i++)
+      op->results[i].id = set ? op->results[i].id | DCE_INSIDE_BIT : op->results[i].id & DCE_COUNT_MASK;
+    n += op->nresults;
+    for (int r = 0; r < op->nregions; r++) n += mark_inside(&op->regions[r], set);
   }
-  return true;
+  return n;
 }
 
-/* Clears the taint marks of op results (the caller clears the arg's);
- * with `erase`, also removes the tainted ops. */
-static void untaint_block(Block *b, bool erase) {
-  for (Op *op = b->first, *next; op; op = next) {
-    next = op->next;
-    bool marked = op->nresults && tainted(&op->results[0]);
-    for (uint32_t i = 0; i < op->nresults; i++) op->results[i].id &= ~DCE_TAINT_BIT;
-    if (marked && erase) {
-      uncount_op(op);
-      ir_unlink(op);
-      continue;
+/* Which iter args of one loop something that stays needs: a backward walk
+ * from what must stay (every op in the body but the pure ops and loads, and
+ * the results used after the loop) through the operands of pure ops and
+ * loads, where the body argument of an iter arg needs that iter arg's
+ * yielded value. Each value is visited once: linear in the body. */
+typedef struct IterLiveness {
+  Op *loop;
+  Block *body;
+  Value **work;
+  size_t nwork;
+  bool *live; /* per iter arg */
+} IterLiveness;
+
+static void need(IterLiveness *l, Value *v) {
+  if (!(v->id & DCE_INSIDE_BIT) || (v->id & DCE_NEEDED_BIT)) return;
+  v->id |= DCE_NEEDED_BIT;
+  l->work[l->nwork++] = v;
+}
+
+static void make_live(IterLiveness *l, uint32_t it) {
+  if (l->live[it]) return;
+  l->live[it] = true;
+  need(l, l->body->last->operands[it]);
+}
+
+/* The roots: operands of the ops that stay whatever the iter args are. */
+static void need_roots(IterLiveness *l, Block *b) {
+  for (Op *op = b->first; op; op = op->next) {
+    if (!(op == l->body->last && b == l->body) && !slice_op(op))
+      for (uint32_t i = 0; i < op->noperands; i++) need(l, op->operands[i]);
+    for (int r = 0; r < op->nregions; r++) need_roots(l, &op->regions[r]);
+  }
+}
+
+static void propagate(IterLiveness *l) {
+  while (l->nwork) {
+    Value *v = l->work[--l->nwork];
+    if (!v->def && v->owner == l->body && v->index >= 1) {
+      make_live(l, v->index - 1);
+    } else if (v->def && slice_op(v->def)) {
+      for (uint32_t i = 0; i < v->def->noperands; i++) need(l, v->def->operands[i]);
     }
-    for (int r = 0; r < op->nregions; r++) untaint_block(&op->regions[r], erase);
   }
-}
-
-/* Removes entry `idx` of a Value array by building a new array; old values
- * point to their new copies through repl. */
-static Value *values_without(Arena *a, Value *vals, uint32_t n, uint32_t idx) {
-  Value *out = n > 1 ? ARENA_ARRAY(a, Value, n - 1) : NULL;
-  for (uint32_t i = 0, j = 0; i < n; i++) {
-    if (i == idx) continue;
-    out[j] = vals[i];
-    out[j].index = j;
-    out[j].repl = NULL;
-    vals[i].repl = &out[j];
-    j++;
-  }
-  return out;
-}
-
-static void remove_operand(Op *op, uint32_t idx) {
-  op->operands[idx]->id--;
-  for (uint32_t i = idx + 1; i < op->noperands; i++) op->operands[i - 1] = op->operands[i];
-  op->noperands--;
 }
 
 static void resolve_in_block(Block *b) {
@@ -148,49 +156,81 @@ static void resolve_in_block(Block *b) {
   }
 }
 
-/* Takes iter arg `it` (result it, body arg 1+it, operand 3+it, yield
- * operand it) out of the loop. */
-static void drop_iter_arg(Arena *a, Op *loop, uint32_t it) {
+/* Keeps the first `keep` values of vals (the caller moved the ones to keep
+ * to the front) in a new array, numbered from 0; the old values point to
+ * their copies through repl. */
+static Value *values_kept(Arena *a, Value *vals, const uint32_t *from, uint32_t keep) {
+  Value *out = keep ? ARENA_ARRAY(a, Value, keep) : NULL;
+  for (uint32_t j = 0; j < keep; j++) {
+    out[j] = vals[from[j]];
+    out[j].index = j;
+    out[j].repl = NULL;
+    vals[from[j]].repl = &out[j];
+  }
+  return out;
+}
+
+/* Takes the iter args that are not live (result, body arg, init operand,
+ * yield operand) out of the loop, all at once. Their slices are left
+ * unused, for the sweep. */
+static void drop_iter_args(Arena *a, Op *loop, const bool *live, uint32_t *from) {
   Block *body = &loop->regions[0];
-  remove_operand(body->last, it); /* the yield (drop_dead_iter_args checked) */
-  remove_operand(loop, 3 + it);
-  loop->results = values_without(a, loop->results, loop->nresults, it);
-  loop->nresults--;
-  body->args = values_without(a, body->args, body->nargs, 1 + it);
-  body->nargs--;
+  Op *yield = body->last;
+  uint32_t n = loop->nresults, keep = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!live[i]) {
+      yield->operands[i]->id--;
+      loop->operands[3 + i]->id--;
+      continue;
+    }
+    yield->operands[keep] = yield->operands[i];
+    loop->operands[3 + keep] = loop->operands[3 + i];
+    from[keep++] = i;
+  }
+  yield->noperands = keep;
+  loop->noperands = 3 + keep;
+  loop->results = values_kept(a, loop->results, from, keep);
+  loop->nresults = keep;
+  /* Body arguments: the induction variable, then the kept iter args. */
+  for (uint32_t j = keep; j-- > 0;) from[j + 1] = from[j] + 1;
+  from[0] = 0;
+  body->args = values_kept(a, body->args, from, keep + 1);
+  body->nargs = keep + 1;
   for (uint32_t i = 0; i < body->nargs; i++) body->args[i].owner = body;
   resolve_in_block(body); /* the users after the loop: ir_apply_replacements */
 }
 
-/* Whether iter arg `it` of the loop is dead; removes it (and its slice) if
- * so. Must run before the body is swept: the counts are still complete. */
-static bool try_drop_iter_arg(Arena *a, Op *loop, uint32_t it) {
-  Block *body = &loop->regions[0];
-  if (loop->results[it].id != 0 || body->nargs != loop->nresults + 1) return false;
-  Value *arg = &body->args[1 + it];
-  arg->id |= DCE_TAINT_BIT;
-  bool dead = taint_block(body, body, it);
-  arg->id &= ~DCE_TAINT_BIT;
-  untaint_block(body, dead);
-  if (!dead) return false;
-  drop_iter_arg(a, loop, it);
-  return true;
-}
-
-/* Repeats until no arg goes: dropping one can free another (two
- * accumulators feeding each other). Bounded by the number of iter args. */
+/* Removes the iter args of a for loop that nothing needs: a result unused
+ * after the loop whose value feeds only pure ops and loads that feed,
+ * in turn, only such iter args (dead accumulators, also ones that feed
+ * each other). Must run before the body is swept: the counts are still
+ * complete. */
 static bool drop_dead_iter_args(Arena *a, Op *loop) {
-  const Op *yield = loop->nregions == 1 ? loop->regions[0].last : NULL;
-  if (!yield || yield->kind != OP_YIELD || yield->noperands != loop->nresults ||
-      loop->noperands != 3 + loop->nresults)
+  Block *body = loop->nregions == 1 ? &loop->regions[0] : NULL;
+  const Op *yield = body ? body->last : NULL;
+  uint32_t n = loop->nresults;
+  if (!n || !yield || yield->kind != OP_YIELD || yield->noperands != n || loop->noperands != 3 + n ||
+      body->nargs != n + 1)
     return false;
-  bool changed = false, again = true;
-  while (again) {
-    again = false;
-    for (uint32_t it = loop->nresults; it-- > 0;)
-      if (try_drop_iter_arg(a, loop, it)) again = changed = true;
+  size_t nvalues = mark_inside(body, true);
+  IterLiveness l = {loop, body, malloc(nvalues * sizeof(Value *)), 0, calloc(n, sizeof(bool))};
+  uint32_t *from = malloc((n + 1) * sizeof *from);
+  bool dropped = false;
+  if (l.work && l.live && from) {
+    need_roots(&l, body);
+    for (uint32_t i = 0; i < n; i++)
+      if (loop->results[i].id != 0) make_live(&l, i);
+    propagate(&l);
   }
-  return changed;
+  mark_inside(body, false); /* clears the needed marks too */
+  if (l.work && l.live && from) {
+    for (uint32_t i = 0; i < n && !dropped; i++) dropped = !l.live[i];
+    if (dropped) drop_iter_args(a, loop, l.live, from);
+  }
+  free(l.work);
+  free(l.live);
+  free(from);
+  return dropped;
 }
 
 /* ---- the sweep --------------------------------------------------------------- */

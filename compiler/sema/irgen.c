@@ -7,6 +7,13 @@
  * loop-carried block arguments), found by scanning the statement's body for
  * assignments before generating it. An `if` whose condition is a
  * compile-time constant generates only the branch taken.
+ *
+ * Top-level constants are evaluated once per kernel, at their first use,
+ * into a block that becomes the start of the kernel (so the value serves
+ * every later use, wherever the first one was). Everything that can grow
+ * faster than the source is bounded (irgen.h): the code inlined per kernel
+ * and per file, and the nesting of expressions, statements and control
+ * flow across helper calls and constants.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,14 +48,17 @@ static void bind(Gen *g, Symbol *sym, SVal v) {
 
 /* ---- assigned-variable scan ---- */
 
+/* A set of symbols in insertion order; `members` makes adding one
+ * constant time however many variables a loop carries. */
 typedef struct SymList {
   Symbol **items;
   int n, cap;
+  PtrMap members;
 } SymList;
 
 static void symlist_add(Gen *g, SymList *l, Symbol *s) {
-  for (int i = 0; i < l->n; i++)
-    if (l->items[i] == s) return;
+  if (!l->members.arena) ptrmap_init(&l->members, g->arena);
+  if (ptrmap_put(&l->members, s, s)) return; /* already in */
   if (l->n == l->cap) {
     int cap = l->cap ? l->cap * 2 : 8;
     l->items = arena_grow(g->arena, l->items, sizeof(Symbol *), (size_t)l->cap, (size_t)cap);
@@ -94,7 +104,7 @@ static bool carried_values(Gen *g, const SymList *l, Value **vals, TType *types)
 
 static void emit_yield(Gen *g, const SymList *carried, SrcLoc loc) {
   Op *y = ir_op_new(g->arena, OP_YIELD, carried->n, 0, NULL, 0, loc);
-  if (carried_values(g, carried, y->operands, NULL)) ir_append(g->block, y);
+  if (carried_values(g, carried, y->operands, NULL)) gen_append(g, y);
 }
 
 static void bind_carried(Gen *g, const SymList *carried, Value *vals) {
@@ -129,7 +139,7 @@ static Value *coerce_to(Gen *g, SVal v, TType t, SrcLoc loc, const char *what) {
   return gen_broadcast(g, x, t.rank, t.shape, loc);
 }
 
-static void gen_let(Gen *g, Stmt *s) {
+IRGEN_NOINLINE static void gen_let(Gen *g, Stmt *s) {
   SVal v = gen_expr(g, s->let.init);
   if (!sv_ok(&v)) {
     bind(g, s->let.sym, sv_error());
@@ -155,7 +165,7 @@ static void gen_let(Gen *g, Stmt *s) {
   bind(g, s->let.sym, v);
 }
 
-static void gen_assign(Gen *g, Stmt *s) {
+IRGEN_NOINLINE static void gen_assign(Gen *g, Stmt *s) {
   Symbol *sym = s->assign.sym;
   SVal v = gen_expr(g, s->assign.value);
   if (!sym || !sv_ok(&v)) return;
@@ -190,7 +200,16 @@ static Value *gen_condition(Gen *g, Expr *e, const char *construct, bool *is_con
   return v;
 }
 
-static void gen_if(Gen *g, Stmt *s) {
+/* Enters the bodies of an if/for/while op; false, after reporting, when
+ * IRGEN_MAX_REGION_DEPTH is reached. region_leave undoes it. */
+static bool region_enter(Gen *g, SrcLoc loc) {
+  return gen_enter_nesting(g, &g->region_depth, IRGEN_MAX_REGION_DEPTH, loc,
+                           "control flow is nested too deeply (more than %d levels, counting inlined helper calls)");
+}
+
+static void region_leave(Gen *g) { g->region_depth--; }
+
+IRGEN_NOINLINE static void gen_if(Gen *g, Stmt *s) {
   bool is_const = false;
   int64_t cval = 0;
   Value *cond = gen_condition(g, s->if_.cond, "'if'", &is_const, &cval);
@@ -200,14 +219,18 @@ static void gen_if(Gen *g, Stmt *s) {
     if (taken) gen_block(g, taken);
     return;
   }
+  if (!region_enter(g, s->loc)) return;
   SymList carried = {0};
   scan_stmt(g, s, &carried);
   TType *types = ARENA_ARRAY(g->arena, TType, carried.n + 1);
   Value **saved = ARENA_ARRAY(g->arena, Value *, carried.n + 1);
-  if (!carried_values(g, &carried, saved, types)) return;
+  if (!carried_values(g, &carried, saved, types)) {
+    region_leave(g);
+    return;
+  }
   Op *op = ir_op_new(g->arena, OP_IF, 1, carried.n, types, 2, s->loc);
   op->operands[0] = cond;
-  ir_append(g->block, op);
+  gen_append(g, op);
   Block *outer = g->block;
   for (int r = 0; r < 2; r++) {
     AstBlock *b = r == 0 ? s->if_.then_block : s->if_.else_block;
@@ -218,6 +241,7 @@ static void gen_if(Gen *g, Stmt *s) {
   }
   g->block = outer;
   bind_carried(g, &carried, op->results);
+  region_leave(g);
 }
 
 /* The annotation argument at position k as a constant integer, or dflt. */
@@ -320,7 +344,7 @@ static bool gen_loop_annotations(Gen *g, Stmt *s, Op *op) {
   return true;
 }
 
-static void gen_for(Gen *g, Stmt *s) {
+IRGEN_NOINLINE static void gen_for(Gen *g, Stmt *s) {
   Value *lo, *hi, *step;
   if (!gen_range(g, s, &lo, &hi, &step)) return;
   SymList carried = {0};
@@ -336,7 +360,7 @@ static void gen_for(Gen *g, Stmt *s) {
   for (int i = 0; i < n; i++) op->operands[3 + i] = inits[i];
   types[0] = lo->type;
   if (!gen_loop_annotations(g, s, op)) return;
-  ir_append(g->block, op);
+  gen_append(g, op);
   ir_block_set_args(g->arena, &op->regions[0], n + 1, types);
   Block *outer = g->block;
   g->block = &op->regions[0];
@@ -348,7 +372,7 @@ static void gen_for(Gen *g, Stmt *s) {
   bind_carried(g, &carried, op->results);
 }
 
-static void gen_while(Gen *g, Stmt *s) {
+IRGEN_NOINLINE static void gen_while(Gen *g, Stmt *s) {
   SymList carried = {0};
   scan_stmt(g, s, &carried);
   int n = carried.n;
@@ -357,7 +381,7 @@ static void gen_while(Gen *g, Stmt *s) {
   if (!carried_values(g, &carried, inits, types)) return;
   Op *op = ir_op_new(g->arena, OP_WHILE, n, n, types, 2, s->loc);
   for (int i = 0; i < n; i++) op->operands[i] = inits[i];
-  ir_append(g->block, op);
+  gen_append(g, op);
   Block *outer = g->block;
   /* Region 0: the condition, from the current values. */
   ir_block_set_args(g->arena, &op->regions[0], n, types);
@@ -372,7 +396,7 @@ static void gen_while(Gen *g, Stmt *s) {
   }
   Op *y = ir_op_new(g->arena, OP_YIELD, 1, 0, NULL, 0, s->while_.cond->loc);
   y->operands[0] = cond;
-  ir_append(g->block, y);
+  gen_append(g, y);
   /* Region 1: the body. */
   ir_block_set_args(g->arena, &op->regions[1], n, types);
   g->block = &op->regions[1];
@@ -384,20 +408,30 @@ static void gen_while(Gen *g, Stmt *s) {
 }
 
 static void gen_stmt(Gen *g, Stmt *s) {
+  if (!gen_enter(g, s->loc)) return;
   switch (s->kind) {
   case ST_LET: gen_let(g, s); break;
   case ST_ASSIGN: gen_assign(g, s); break;
   case ST_EXPR: gen_expr(g, s->expr); break;
   case ST_IF: gen_if(g, s); break;
-  case ST_FOR: gen_for(g, s); break;
-  case ST_WHILE: gen_while(g, s); break;
+  case ST_FOR:
+  case ST_WHILE:
+    if (!region_enter(g, s->loc)) break;
+    if (s->kind == ST_FOR) gen_for(g, s);
+    else gen_while(g, s);
+    region_leave(g);
+    break;
   case ST_BLOCK: gen_block(g, s->block); break;
   case ST_RETURN: break; /* handled by gen_call_fn */
   }
+  gen_leave(g);
 }
 
+/* Whether statements should still be generated: no error cap, no limit. */
+static bool generating(const Gen *g) { return !diags_full(g->diags) && !g->halted; }
+
 static void gen_block(Gen *g, AstBlock *b) {
-  for (int i = 0; i < b->nstmts && !diags_full(g->diags); i++) gen_stmt(g, b->stmts[i]);
+  for (int i = 0; i < b->nstmts && generating(g); i++) gen_stmt(g, b->stmts[i]);
 }
 
 /* ---- helper functions and global constants ---- */
@@ -429,7 +463,8 @@ static bool bind_fn_param(Gen *g, Frame *callee, Param *p, SVal arg, const char 
     }
   }
   if (ok && p->is_const && v.kind == SV_VALUE && !v.weak && !ir_is_const(v.v)) {
-    diag_error(g->diags, arg.loc, "argument '%s' of '%s' must be a compile-time constant", p->name, fname);
+    if (!gen_explain_not_const(g, v.v))
+      diag_error(g->diags, arg.loc, "argument '%s' of '%s' must be a compile-time constant", p->name, fname);
     ok = false;
   }
   g->frame = caller;
@@ -463,13 +498,15 @@ SVal gen_call_fn(Gen *g, Expr *call) {
   }
   if (!ok) return sv_error();
   Frame *caller = g->frame;
+  Expr *outer_call = g->call;
   g->frame = callee;
+  g->call = call;
   g->inline_depth++;
   AstBlock *body = fn->body;
   int n = body->nstmts;
   Stmt *last = n ? body->stmts[n - 1] : NULL;
   bool has_return = last && last->kind == ST_RETURN;
-  for (int i = 0; i < n - (has_return ? 1 : 0) && !diags_full(g->diags); i++) gen_stmt(g, body->stmts[i]);
+  for (int i = 0; i < n - (has_return ? 1 : 0) && generating(g); i++) gen_stmt(g, body->stmts[i]);
   SVal result = (SVal){.kind = SV_VOID, .loc = call->loc};
   if (has_return && last->expr) {
     result = gen_expr(g, last->expr);
@@ -482,35 +519,65 @@ SVal gen_call_fn(Gen *g, Expr *call) {
     }
   }
   g->inline_depth--;
+  g->call = outer_call;
   g->frame = caller;
+  if (g->halted) return sv_error();
   if (result.kind != SV_ERROR) result.loc = call->loc;
   return result;
 }
 
-SVal gen_global_const(Gen *g, Symbol *sym, SrcLoc loc) {
-  Item *it = sym->item;
-  if (sym->state == 1) {
-    diag_error(g->diags, loc, "constant '%s' depends on itself", it->name);
-    return sv_error();
-  }
+/* Evaluates a top-level constant's value, with its ops in the kernel's
+ * const_block. */
+static SVal eval_global_const(Gen *g, Item *it) {
   if (!it->const_value) return sv_error();
-  Frame *saved = g->frame;
+  Frame *saved_frame = g->frame;
+  Block *saved_block = g->block;
+  Op *saved_effect = g->const_effect;
   g->frame = frame_new(g, it);
-  sym->state = 1;
+  g->block = &g->const_block;
+  g->const_effect = NULL;
+  g->const_depth++;
   SVal v = gen_expr(g, it->const_value);
   if (it->const_type && sv_ok(&v)) {
     TType t;
     Value *x = gen_type(g, it->const_type, &t)
                    ? coerce_to(g, v, t, it->const_value->loc, arena_printf(g->arena, "constant '%s'", it->name))
                    : NULL;
-    v = x ? sv_value(x, loc) : sv_error();
+    v = x ? sv_value(x, it->const_value->loc) : sv_error();
   }
-  sym->state = 0;
-  g->frame = saved;
-  if (v.kind == SV_VALUE && !v.weak && !ir_is_const(v.v)) {
-    diag_error(g->diags, it->const_value->loc, "the value of constant '%s' must be a compile-time constant", it->name);
+  g->const_depth--;
+  Op *effect = g->const_effect;
+  g->const_effect = saved_effect;
+  g->frame = saved_frame;
+  g->block = saved_block;
+  if (!sv_ok(&v)) return v;
+  if (effect) {
+    /* It runs once at the start of the kernel, not at each use. */
+    diag_error(g->diags, effect->loc, "constant '%s' must be computed without loads, stores, atomics or while loops",
+               it->name);
     return sv_error();
   }
+  if (v.kind == SV_VALUE && !v.weak && !ir_is_const(v.v)) {
+    if (!gen_explain_not_const(g, v.v))
+      diag_error(g->diags, it->const_value->loc, "the value of constant '%s' must be a compile-time constant",
+                 it->name);
+    return sv_error();
+  }
+  return v;
+}
+
+SVal gen_global_const(Gen *g, Symbol *sym, SrcLoc loc) {
+  int id = sym->id; /* the item's index */
+  if (g->const_state[id] == CONST_ACTIVE) {
+    diag_error(g->diags, loc, "constant '%s' depends on itself", sym->item->name);
+    return sv_error();
+  }
+  if (g->const_state[id] == CONST_UNSEEN) {
+    g->const_state[id] = CONST_ACTIVE;
+    g->const_values[id] = eval_global_const(g, sym->item);
+    g->const_state[id] = CONST_DONE;
+  }
+  SVal v = g->const_values[id];
   if (v.kind != SV_ERROR) v.loc = loc;
   return v;
 }
@@ -564,8 +631,10 @@ static bool parse_define(Gen *g, Param *p, TType t, const char *text, SVal *out)
   if (!x) return false;
   *out = sv_value(x, loc);
   return true;
-bad:
-  diag_error(g->diags, loc, "invalid value '%s' for const parameter '%s' of type %s", text, p->name, type_name(g, t));
+bad:;
+  char q[DIAG_QUOTE_BUF];
+  diag_error(g->diags, loc, "invalid value '%s' for const parameter '%s' of type %s", diag_quote(q, text), p->name,
+             type_name(g, t));
   return false;
 }
 
@@ -599,7 +668,8 @@ static bool gen_const_param(Gen *g, Param *p, const ConstDef *defs, int ndefs, C
       Value *x = coerce_to(g, v, t, p->default_value->loc, arena_printf(g->arena, "const parameter '%s'", p->name));
       if (!x) return false;
       if (!ir_is_const(x)) {
-        diag_error(g->diags, p->default_value->loc, "the default of '%s' must be a compile-time constant", p->name);
+        if (!gen_explain_not_const(g, x))
+          diag_error(g->diags, p->default_value->loc, "the default of '%s' must be a compile-time constant", p->name);
         return false;
       }
       v = sv_value(x, p->loc);
@@ -675,13 +745,29 @@ static bool gen_kernel_annotations(Gen *g, Item *k, Func *f) {
   return true;
 }
 
+/* Moves the ops of the constants evaluated for the kernel to the start of
+ * its body, in the order they were made. */
+static void splice_consts(Gen *g) {
+  Op *first = g->f->body.first;
+  for (Op *op = g->const_block.first, *next; op; op = next) {
+    next = op->next;
+    ir_unlink(op);
+    if (first) ir_insert_before(first, op);
+    else ir_append(&g->f->body, op);
+  }
+}
+
 Func *specialize_kernel(Module *m, Program *prog, Item *kernel, const ConstDef *defs, int ndefs, Diags *diags) {
+  /* Over the budget of the whole file: reported with an earlier kernel. */
+  if (m->specialized_ops > IRGEN_MAX_MODULE_OPS) return NULL;
   int errors_before = diags->errors;
   Gen g = {0};
   g.m = m;
   g.arena = m->arena;
   g.diags = diags;
   g.prog = prog;
+  g.const_values = ARENA_ARRAY(m->arena, SVal, prog->nitems + 1);
+  g.const_state = ARENA_ARRAY(m->arena, uint8_t, prog->nitems + 1);
   g.frame = frame_new(&g, kernel);
   Func *f = ir_func_new(m, kernel->name, 0, NULL, kernel->loc);
   g.f = f;
@@ -707,6 +793,7 @@ Func *specialize_kernel(Module *m, Program *prog, Item *kernel, const ConstDef *
   gen_block(&g, kernel->body);
   Op *ret = ir_op_new(m->arena, OP_RETURN, 0, 0, NULL, 0, kernel->loc);
   ir_append(&f->body, ret);
+  splice_consts(&g);
   if (diags->errors != errors_before) {
     m->nfuncs--; /* drop the partial function */
     return NULL;

@@ -20,6 +20,39 @@
  * resolver; this bounds the C stack for long non-recursive chains. */
 #define IRGEN_MAX_INLINE_DEPTH 64
 
+/* Deepest nesting of the expressions and statements being specialized at
+ * one time, counted across inlined helper calls and top-level constants.
+ * The parser bounds each function and constant on its own (1024 levels),
+ * but a chain of helpers or of constants stacks them, and the specializer
+ * recurses once per level: this bounds its C stack (at most about 1.2 KB
+ * per level, see IRGEN_NOINLINE) to some 2.5 MB, well inside the 8 MiB of
+ * a main thread, while any one item the parser accepts still fits. */
+#define IRGEN_MAX_NESTING 2048
+
+/* On the functions for one kind of expression, statement or builtin that
+ * the recursive walk calls: each level of nesting then pays only for the
+ * stack frame of its own kind (inlined into one dispatcher, their locals
+ * together made every level of a nested expression cost kilobytes). */
+#define IRGEN_NOINLINE __attribute__((noinline))
+
+/* Deepest nesting of `if`, `for` and `while` bodies in one kernel,
+ * counting the bodies of inlined helpers: the most that the IR text
+ * parser reads back (ir/parse.c), so that every kernel's --emit=ir output
+ * parses, and what keeps every recursive walk of the IR shallow. */
+#define IRGEN_MAX_REGION_DEPTH 256
+
+/* Operations that inlined helper calls may add to one kernel. Real
+ * kernels inline a few hundred; a helper that calls the next one twice
+ * doubles the code per level, so without a budget a 1 KB file of 20 such
+ * helpers would take seconds and gigabytes. */
+#define IRGEN_MAX_INLINED_OPS 100000
+
+/* Operations the specializer may make for all the kernels of one
+ * compilation together (an operation takes about 300 bytes with its
+ * values): bounds the memory of a file of many kernels that each stay
+ * under the inlining budget. */
+#define IRGEN_MAX_MODULE_OPS 400000
+
 typedef enum SValKind { SV_ERROR, SV_VALUE, SV_TYPE, SV_STRING, SV_LIST, SV_VOID } SValKind;
 
 typedef struct SVal SVal;
@@ -45,6 +78,9 @@ typedef struct Frame {
   bool *bound;
 } Frame;
 
+/* Evaluation state of a top-level constant in one kernel. */
+enum { CONST_UNSEEN, CONST_ACTIVE, CONST_DONE };
+
 typedef struct Gen {
   Module *m;
   Func *f;
@@ -54,6 +90,20 @@ typedef struct Gen {
   Block *block; /* where ops are appended */
   Frame *frame;
   int inline_depth;
+  Expr *call;       /* the innermost helper call being inlined, or NULL */
+  int nesting;      /* expressions and statements being generated (IRGEN_MAX_NESTING) */
+  int region_depth; /* enclosing if/for/while bodies (IRGEN_MAX_REGION_DEPTH) */
+  uint32_t inlined_ops; /* ops made inside helper calls (IRGEN_MAX_INLINED_OPS) */
+  bool halted;          /* a limit was hit (and reported): generate nothing more */
+  /* Top-level constants are evaluated once per kernel, at their first use
+   * (by item index: the value and the state). Their ops go to const_block,
+   * which becomes the start of the kernel body, so that they dominate
+   * every later use wherever the first one was. */
+  SVal *const_values;
+  uint8_t *const_state;
+  Block const_block;
+  int const_depth; /* constants being evaluated */
+  Op *const_effect; /* first op with a memory access made while evaluating one */
 } Gen;
 
 /* ---- irgen_expr.c ---- */
@@ -93,6 +143,25 @@ bool gen_const_int_list(Gen *g, SVal s, int32_t *out, int *n, int max, const cha
 bool gen_type(Gen *g, TypeExpr *t, TType *out);
 /* Checks a tile shape: power-of-two dims, rank, element count. */
 bool gen_check_shape(Gen *g, int rank, const int32_t *shape, SrcLoc loc);
+
+/* Appends op to the current block, counting it against the budgets
+ * (reports, and halts the kernel, when one is exceeded). Every op the
+ * specializer makes goes through here. */
+void gen_append(Gen *g, Op *op);
+/* Enters one more level of a nesting limited to max levels (*depth counts
+ * them): false at the limit, after reporting `message` (a format taking
+ * the limit) at loc, which halts the kernel. */
+bool gen_enter_nesting(Gen *g, int *depth, int max, SrcLoc loc, const char *message);
+/* Enters one level of nesting (an expression or a statement); false, after
+ * reporting at loc, when IRGEN_MAX_NESTING is reached. gen_leave undoes a
+ * successful gen_enter. */
+bool gen_enter(Gen *g, SrcLoc loc);
+void gen_leave(Gen *g);
+/* If v is not a constant because an integer division or remainder by a
+ * constant zero stopped the folding of what it was computed from, reports
+ * "division by zero in a constant expression" at that operator and returns
+ * true; otherwise reports nothing. */
+bool gen_explain_not_const(Gen *g, const Value *v);
 
 /* Op construction with folding of constant operands. */
 Value *emit_attrs(Gen *g, OpKind kind, int nops, Value **ops, TType result, const int64_t *attrs, int nattrs,

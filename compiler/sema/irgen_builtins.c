@@ -40,7 +40,7 @@ static bool const_arg(const Call *c, int i, int64_t *out, const char *what) {
 static Op *emit_op(Gen *g, OpKind kind, int nops, Value **ops, int nres, TType res, SrcLoc loc) {
   Op *op = ir_op_new(g->arena, kind, nops, nres, &res, 0, loc);
   for (int i = 0; i < nops; i++) op->operands[i] = ops[i];
-  ir_append(g->block, op);
+  gen_append(g, op);
   return op;
 }
 
@@ -86,14 +86,14 @@ static Value *pointer_arg(const Call *c, int i) {
 
 /* ---- programs and tiles ---- */
 
-static SVal bi_program_id(const Call *c, OpKind kind) {
+IRGEN_NOINLINE static SVal bi_program_id(const Call *c, OpKind kind) {
   int64_t axis;
   if (!const_arg(c, 0, &axis, "axis")) return sv_error();
   if (axis < 0 || axis > 2) return fail(c, arg_loc(c, 0), "axis must be 0, 1 or 2");
   return sv_value(emit_attrs(c->g, kind, 0, NULL, type_scalar(SK_I32), &axis, 1, c->loc), c->loc);
 }
 
-static SVal bi_arange(const Call *c) {
+IRGEN_NOINLINE static SVal bi_arange(const Call *c) {
   int64_t a[2];
   if (!const_arg(c, 0, &a[0], "start") || !const_arg(c, 1, &a[1], "end")) return sv_error();
   if (a[0] < INT32_MIN || a[1] > INT32_MAX) return fail(c, c->loc, "bounds must fit in i32");
@@ -128,7 +128,7 @@ static bool dtype_arg(const Call *c, int i, ScalarKind *k) {
   return true;
 }
 
-static SVal bi_zeros(const Call *c) {
+IRGEN_NOINLINE static SVal bi_zeros(const Call *c) {
   ScalarKind k = SK_F32;
   TType t = type_scalar(SK_F32);
   if (!shape_arg(c, 0, &t)) return sv_error();
@@ -138,7 +138,7 @@ static SVal bi_zeros(const Call *c) {
   return sv_value(v, c->loc);
 }
 
-static SVal bi_full(const Call *c) {
+IRGEN_NOINLINE static SVal bi_full(const Call *c) {
   TType t = type_scalar(SK_F32);
   if (!shape_arg(c, 0, &t)) return sv_error();
   SVal v = arg(c, 1);
@@ -158,7 +158,7 @@ static SVal bi_full(const Call *c) {
 
 /* ---- memory ---- */
 
-static SVal bi_load(const Call *c) {
+IRGEN_NOINLINE static SVal bi_load(const Call *c) {
   bool ok = true;
   Value *p = pointer_arg(c, 0);
   Value *m = mask_arg(c, 1, &ok);
@@ -181,7 +181,7 @@ static SVal bi_load(const Call *c) {
   return sv_value(&op->results[0], c->loc);
 }
 
-static SVal bi_store(const Call *c) {
+IRGEN_NOINLINE static SVal bi_store(const Call *c) {
   bool ok = true;
   Value *p = pointer_arg(c, 0);
   Value *m = mask_arg(c, 2, &ok);
@@ -209,7 +209,7 @@ static bool atomic_type_ok(BuiltinId id, ScalarKind k) {
   }
 }
 
-static SVal bi_atomic(const Call *c, BuiltinId id) {
+IRGEN_NOINLINE static SVal bi_atomic(const Call *c, BuiltinId id) {
   static const OpKind kinds[] = {OP_ATOMIC_ADD, OP_ATOMIC_MAX, OP_ATOMIC_MIN,  OP_ATOMIC_AND,
                                  OP_ATOMIC_OR,  OP_ATOMIC_XOR, OP_ATOMIC_XCHG, OP_ATOMIC_CAS};
   bool is_cas = id == BI_ATOMIC_CAS;
@@ -263,7 +263,7 @@ static Value *desc_arg(const Call *c) {
   return d;
 }
 
-static SVal bi_load_block(const Call *c) {
+IRGEN_NOINLINE static SVal bi_load_block(const Call *c) {
   Value *ops[1 + TILE_MAX_RANK];
   if (!(ops[0] = desc_arg(c))) return sv_error();
   int rank = ops[0]->type.desc_rank;
@@ -275,7 +275,7 @@ static SVal bi_load_block(const Call *c) {
   return sv_value(&op->results[0], c->loc);
 }
 
-static SVal bi_store_block(const Call *c) {
+IRGEN_NOINLINE static SVal bi_store_block(const Call *c) {
   Value *ops[2 + TILE_MAX_RANK];
   if (!(ops[0] = desc_arg(c))) return sv_error();
   int rank = ops[0]->type.desc_rank;
@@ -295,7 +295,7 @@ static bool dot_input_ok(ScalarKind k) {
 
 static bool is_fp8(ScalarKind k) { return k == SK_F8E4M3 || k == SK_F8E5M2; }
 
-static SVal bi_dot(const Call *c) {
+IRGEN_NOINLINE static SVal bi_dot(const Call *c) {
   Value *a = value_arg(c, 0), *b = value_arg(c, 1);
   if (!a || !b) return sv_error();
   ScalarKind ka = (ScalarKind)a->type.kind, kb = (ScalarKind)b->type.kind;
@@ -358,7 +358,7 @@ static ScalarKind sum_kind(ScalarKind k) {
   return k;
 }
 
-static SVal bi_reduce(const Call *c, BuiltinId id) {
+IRGEN_NOINLINE static SVal bi_reduce(const Call *c, BuiltinId id) {
   Value *x = value_arg(c, 0);
   if (!x) return sv_error();
   ScalarKind k = (ScalarKind)x->type.kind;
@@ -383,7 +383,7 @@ static SVal bi_reduce(const Call *c, BuiltinId id) {
 
 /* ---- elementwise ---- */
 
-static SVal bi_minmax(const Call *c, OpKind kind) {
+IRGEN_NOINLINE static SVal bi_minmax(const Call *c, OpKind kind) {
   Value *a, *b;
   if (!gen_unify(c->g, arg(c, 0), arg(c, 1), &a, &b, c->loc, c->name)) return sv_error();
   ScalarKind k = (ScalarKind)a->type.kind;
@@ -391,7 +391,7 @@ static SVal bi_minmax(const Call *c, OpKind kind) {
   return sv_value(emit2(c->g, kind, a, b, a->type, c->loc), c->loc);
 }
 
-static SVal bi_where(const Call *c) {
+IRGEN_NOINLINE static SVal bi_where(const Call *c) {
   Value *cond = value_arg(c, 0), *a, *b;
   if (!cond) return sv_error();
   if (cond->type.kind != SK_I1)
@@ -419,7 +419,7 @@ static Value *float_arg(const Call *c, int i, ScalarKind want) {
   return v;
 }
 
-static SVal bi_math(const Call *c, OpKind kind) {
+IRGEN_NOINLINE static SVal bi_math(const Call *c, OpKind kind) {
   Value *x;
   if (kind == OP_ABS) {
     x = value_arg(c, 0);
@@ -433,7 +433,7 @@ static SVal bi_math(const Call *c, OpKind kind) {
   return sv_value(emit1(c->g, kind, x, x->type, c->loc), c->loc);
 }
 
-static SVal bi_fma(const Call *c) {
+IRGEN_NOINLINE static SVal bi_fma(const Call *c) {
   Value *a, *b;
   if (!gen_unify(c->g, arg(c, 0), arg(c, 1), &a, &b, c->loc, c->name)) return sv_error();
   ScalarKind k = (ScalarKind)a->type.kind;
@@ -445,7 +445,7 @@ static SVal bi_fma(const Call *c) {
   return sv_value(emit(c->g, OP_FMA, 3, vals, vals[0]->type, c->loc), c->loc);
 }
 
-static SVal bi_cdiv(const Call *c) {
+IRGEN_NOINLINE static SVal bi_cdiv(const Call *c) {
   SVal a = arg(c, 0), b = arg(c, 1);
   if (!sv_ok(&a) || !sv_ok(&b)) return sv_error();
   TType ta = sv_type(&a), tb = sv_type(&b);
@@ -459,14 +459,14 @@ static SVal bi_cdiv(const Call *c) {
 
 /* ---- shapes ---- */
 
-static SVal bi_broadcast_to(const Call *c) {
+IRGEN_NOINLINE static SVal bi_broadcast_to(const Call *c) {
   Value *x = value_arg(c, 0);
   TType t = type_scalar(SK_VOID);
   if (!x || !shape_arg(c, 1, &t)) return sv_error();
   return sv_value(gen_broadcast(c->g, x, t.rank, t.shape, c->loc), c->loc);
 }
 
-static SVal bi_reshape(const Call *c) {
+IRGEN_NOINLINE static SVal bi_reshape(const Call *c) {
   Value *x = value_arg(c, 0);
   TType t = type_scalar(SK_VOID);
   if (!x || !shape_arg(c, 1, &t)) return sv_error();
@@ -478,7 +478,7 @@ static SVal bi_reshape(const Call *c) {
   return sv_value(emit1(c->g, OP_RESHAPE, x, rt, c->loc), c->loc);
 }
 
-static SVal bi_trans(const Call *c) {
+IRGEN_NOINLINE static SVal bi_trans(const Call *c) {
   Value *x = value_arg(c, 0);
   if (!x) return sv_error();
   int rank = x->type.rank, n = rank;
@@ -504,7 +504,7 @@ static SVal bi_trans(const Call *c) {
   return sv_value(emit_attrs(c->g, OP_TRANS, 1, &x, type_with_shape(x->type, rank, shape), &packed, 1, c->loc), c->loc);
 }
 
-static SVal bi_expand_dims(const Call *c) {
+IRGEN_NOINLINE static SVal bi_expand_dims(const Call *c) {
   Value *x = value_arg(c, 0);
   int64_t axis;
   if (!x) return sv_error();
@@ -520,7 +520,7 @@ static SVal bi_expand_dims(const Call *c) {
   return sv_value(emit_attrs(c->g, OP_EXPAND_DIMS, 1, &x, type_with_shape(x->type, rank + 1, shape), &axis, 1, c->loc), c->loc);
 }
 
-static SVal bi_bitcast(const Call *c) {
+IRGEN_NOINLINE static SVal bi_bitcast(const Call *c) {
   Value *x = value_arg(c, 0);
   ScalarKind k;
   if (!x || !dtype_arg(c, 1, &k)) return sv_error();
@@ -533,12 +533,14 @@ static SVal bi_bitcast(const Call *c) {
   return sv_value(emit1(c->g, OP_BITCAST, x, type_with_elem(x->type, k), c->loc), c->loc);
 }
 
-static SVal bi_static_assert(const Call *c) {
+IRGEN_NOINLINE static SVal bi_static_assert(const Call *c) {
   Value *v = value_arg(c, 0);
   if (!v) return sv_error();
   int64_t ok;
-  if (v->type.kind != SK_I1 || v->type.rank != 0 || !ir_const_int(v, &ok))
+  if (v->type.kind != SK_I1 || v->type.rank != 0 || !ir_const_int(v, &ok)) {
+    if (v->type.kind == SK_I1 && v->type.rank == 0 && gen_explain_not_const(c->g, v)) return sv_error();
     return fail(c, arg_loc(c, 0), "condition must be a compile-time i1 constant");
+  }
   const char *msg = NULL;
   if (has(c, 1)) {
     SVal m = arg(c, 1);

@@ -59,6 +59,93 @@ TType sv_type(const SVal *s) {
   return s->v ? s->v->type : type_scalar(SK_VOID);
 }
 
+/* ---- budgets ---- */
+
+static bool reads_or_writes(const Op *op) {
+  return (ir_info(op)->flags & (OPF_READ | OPF_WRITE)) || op->kind == OP_WHILE;
+}
+
+void gen_append(Gen *g, Op *op) {
+  ir_append(g->block, op);
+  g->m->specialized_ops++;
+  if (g->inline_depth > 0) g->inlined_ops++;
+  if (g->const_depth > 0 && !g->const_effect && reads_or_writes(op)) g->const_effect = op;
+  if (g->halted) return;
+  if (g->inlined_ops > IRGEN_MAX_INLINED_OPS) {
+    diag_error(g->diags, g->call->loc, "inlined helper calls make more than %d operations in kernel '%s'",
+               IRGEN_MAX_INLINED_OPS, g->f->name);
+    g->halted = true;
+  } else if (g->m->specialized_ops > IRGEN_MAX_MODULE_OPS) {
+    diag_error(g->diags, g->call ? g->call->loc : op->loc,
+               "the kernels of this file make more than %d operations", IRGEN_MAX_MODULE_OPS);
+    g->halted = true;
+  }
+}
+
+bool gen_enter_nesting(Gen *g, int *depth, int max, SrcLoc loc, const char *message) {
+  if (*depth < max) {
+    ++*depth;
+    return true;
+  }
+  if (!g->halted) diag_error(g->diags, loc, message, max);
+  g->halted = true;
+  return false;
+}
+
+bool gen_enter(Gen *g, SrcLoc loc) {
+  return gen_enter_nesting(g, &g->nesting, IRGEN_MAX_NESTING, loc,
+                           "code is nested too deeply through helper calls and constants (more than %d levels)");
+}
+
+void gen_leave(Gen *g) { g->nesting--; }
+
+/* Finds a division or remainder by a constant zero, with constant
+ * operands, among the pure ops that v is computed from (depth first, each
+ * op once). */
+static const Op *find_const_div0(Gen *g, const Value *v) {
+  PtrMap seen;
+  ptrmap_init(&seen, g->arena);
+  const Op **stack = NULL;
+  size_t n = 0, cap = 0;
+  const Op *found = NULL;
+  if (v->def) {
+    stack = ARENA_ARRAY(g->arena, const Op *, cap = 16);
+    stack[n++] = v->def;
+    ptrmap_put(&seen, v->def, (void *)v->def);
+  }
+  while (n && !found) {
+    const Op *op = stack[--n];
+    unsigned flags = ir_info(op)->flags;
+    if (!(flags & OPF_PURE) || op->nregions || op->kind == OP_CONST) continue;
+    bool all_const = true;
+    for (uint32_t i = 0; i < op->noperands; i++) all_const &= ir_is_const(op->operands[i]);
+    int64_t d;
+    if ((op->kind == OP_DIV || op->kind == OP_REM) && all_const && ir_const_int(op->operands[1], &d) && d == 0 &&
+        op->results[0].type.rank == 0) {
+      found = op;
+      break;
+    }
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      const Op *def = op->operands[i]->def;
+      if (!def || ptrmap_get(&seen, def)) continue;
+      ptrmap_put(&seen, def, (void *)def);
+      if (n == cap) {
+        stack = arena_grow(g->arena, stack, sizeof *stack, cap, cap * 2);
+        cap *= 2;
+      }
+      stack[n++] = def;
+    }
+  }
+  return found;
+}
+
+bool gen_explain_not_const(Gen *g, const Value *v) {
+  const Op *op = v ? find_const_div0(g, v) : NULL;
+  if (!op) return false;
+  diag_error(g->diags, op->loc, "division by zero in a constant expression");
+  return true;
+}
+
 /* ---- emitting ops ---- */
 
 Value *emit_attrs(Gen *g, OpKind kind, int nops, Value **ops, TType result, const int64_t *attrs, int nattrs,
@@ -67,7 +154,7 @@ Value *emit_attrs(Gen *g, OpKind kind, int nops, Value **ops, TType result, cons
     if (!ops[i]) return NULL;
   Op *op = ir_op_make(g->arena, kind, nops, ops, 1, &result, loc);
   for (int i = 0; i < nattrs; i++) op->attr[i] = attrs[i];
-  ir_append(g->block, op);
+  gen_append(g, op);
   fold_op(op);
   return &op->results[0];
 }
@@ -88,14 +175,14 @@ Value *emit2(Gen *g, OpKind kind, Value *a, Value *b, TType result, SrcLoc loc) 
 Value *emit_const_int(Gen *g, TType t, int64_t v, SrcLoc loc) {
   Op *op = ir_op_new(g->arena, OP_CONST, 0, 1, &t, 0, loc);
   op->attr[0] = num_wrap_int((uint64_t)v, (ScalarKind)t.kind).i;
-  ir_append(g->block, op);
+  gen_append(g, op);
   return &op->results[0];
 }
 
 Value *emit_const_float(Gen *g, TType t, double v, SrcLoc loc) {
   Op *op = ir_op_new(g->arena, OP_CONST, 0, 1, &t, 0, loc);
   op->fattr = num_round_float(v, (ScalarKind)t.kind);
-  ir_append(g->block, op);
+  gen_append(g, op);
   return &op->results[0];
 }
 
@@ -331,7 +418,8 @@ bool gen_const_int(Gen *g, SVal s, int64_t *out, const char *what) {
     return true;
   }
   if (s.kind == SV_VALUE && !s.weak && s.v->type.rank == 0 && ir_const_int(s.v, out)) return true;
-  diag_error(g->diags, s.loc, "%s must be a compile-time integer constant", what);
+  if (s.kind != SV_VALUE || s.weak || !gen_explain_not_const(g, s.v))
+    diag_error(g->diags, s.loc, "%s must be a compile-time integer constant", what);
   return false;
 }
 
@@ -581,7 +669,7 @@ SVal gen_binary_op(Gen *g, TokKind op, SVal a, SVal b, SrcLoc loc) {
   return sv_value(emit2(g, k, x, y, rt, loc), loc);
 }
 
-static SVal gen_unary(Gen *g, Expr *e) {
+IRGEN_NOINLINE static SVal gen_unary(Gen *g, Expr *e) {
   Expr *operand = e->unary.operand;
   TokKind op = e->unary.op;
   /* -9223372036854775808 is the negation of a literal one past INT64_MAX. */
@@ -618,7 +706,7 @@ static SVal gen_unary(Gen *g, Expr *e) {
 }
 
 /* x[:, None]: each ':' keeps a dimension, each None inserts one of size 1. */
-static SVal gen_index(Gen *g, Expr *e) {
+IRGEN_NOINLINE static SVal gen_index(Gen *g, Expr *e) {
   SVal base = gen_expr(g, e->index.base);
   Value *v = gen_value(g, base);
   if (!v) return sv_error();
@@ -652,7 +740,7 @@ static SVal gen_index(Gen *g, Expr *e) {
   return sv_value(v, e->loc);
 }
 
-static SVal gen_cast(Gen *g, Expr *e) {
+IRGEN_NOINLINE static SVal gen_cast(Gen *g, Expr *e) {
   SVal a = gen_expr(g, e->cast.operand);
   TType t;
   if (!sv_ok(&a) || !gen_type(g, e->cast.type, &t)) return sv_error();
@@ -681,7 +769,7 @@ static SVal gen_cast(Gen *g, Expr *e) {
   return sv_value(emit1(g, OP_CAST, v, rt, e->loc), e->loc);
 }
 
-static SVal gen_list(Gen *g, Expr *e) {
+IRGEN_NOINLINE static SVal gen_list(Gen *g, Expr *e) {
   SVal s = {.kind = SV_LIST, .loc = e->loc, .nitems = e->list.nitems};
   s.items = ARENA_ARRAY(g->arena, SVal, e->list.nitems ? e->list.nitems : 1);
   for (int i = 0; i < e->list.nitems; i++) {
@@ -691,7 +779,7 @@ static SVal gen_list(Gen *g, Expr *e) {
   return s;
 }
 
-static SVal gen_name(Gen *g, Expr *e) {
+IRGEN_NOINLINE static SVal gen_name(Gen *g, Expr *e) {
   Symbol *sym = e->name.sym;
   if (!sym) return sv_error();
   switch (sym->kind) {
@@ -713,8 +801,13 @@ static SVal gen_name(Gen *g, Expr *e) {
   }
 }
 
-SVal gen_expr(Gen *g, Expr *e) {
-  if (diags_full(g->diags)) return sv_error();
+IRGEN_NOINLINE static SVal gen_binary(Gen *g, Expr *e) {
+  SVal a = gen_expr(g, e->binary.lhs);
+  SVal b = gen_expr(g, e->binary.rhs);
+  return gen_binary_op(g, e->binary.op, a, b, e->loc);
+}
+
+static SVal expr_value(Gen *g, Expr *e) {
   switch (e->kind) {
   case EX_INT:
     if (e->ival > (uint64_t)INT64_MAX) {
@@ -728,11 +821,7 @@ SVal gen_expr(Gen *g, Expr *e) {
   case EX_STRING: return (SVal){.kind = SV_STRING, .loc = e->loc, .str = e->sval};
   case EX_NAME: return gen_name(g, e);
   case EX_UNARY: return gen_unary(g, e);
-  case EX_BINARY: {
-    SVal a = gen_expr(g, e->binary.lhs);
-    SVal b = gen_expr(g, e->binary.rhs);
-    return gen_binary_op(g, e->binary.op, a, b, e->loc);
-  }
+  case EX_BINARY: return gen_binary(g, e);
   case EX_CALL:
     if (!e->call.sym || !e->call.bound) return sv_error();
     if (e->call.sym->kind == SYM_BUILTIN) return gen_builtin(g, e);
@@ -746,4 +835,11 @@ SVal gen_expr(Gen *g, Expr *e) {
     return sv_error();
   }
   return sv_error();
+}
+
+SVal gen_expr(Gen *g, Expr *e) {
+  if (diags_full(g->diags) || g->halted || !gen_enter(g, e->loc)) return sv_error();
+  SVal v = expr_value(g, e);
+  gen_leave(g);
+  return v;
 }

@@ -18,10 +18,16 @@ const BuiltinInfo builtin_info[BI_COUNT] = {
 #undef X
 };
 
-/* Locals visible at one point: innermost last. */
+/* One declared local. The resolver keeps every visible local in a hash
+ * map from its name to its innermost declaration, so that lookup and the
+ * same-scope check take constant time however many locals a function has;
+ * a declaration remembers the one of the same name it shadows, which the
+ * map gets back when the declaration's scope closes. */
 typedef struct ScopeEntry {
   const char *name;
   Symbol *sym;
+  int index;                    /* position on the scope stack */
+  struct ScopeEntry *shadowed; /* the outer declaration of the name, or NULL */
 } ScopeEntry;
 
 typedef struct CallEdge {
@@ -35,7 +41,8 @@ typedef struct Resolver {
   Arena *arena;
   Diags *diags;
   StrMap globals;
-  ScopeEntry *stack;
+  StrMap locals;     /* name -> innermost visible ScopeEntry (NULL: none) */
+  ScopeEntry **stack; /* visible declarations, innermost last */
   int nstack, capstack;
   int scope_start; /* first entry of the innermost scope */
   Item *item;
@@ -59,37 +66,46 @@ static int scope_push(Resolver *r) {
   return saved;
 }
 
+/* Closes the declarations above stack position `height`, innermost first,
+ * giving the map back the names they shadowed. */
+static void scope_truncate(Resolver *r, int height) {
+  while (r->nstack > height) {
+    ScopeEntry *e = r->stack[--r->nstack];
+    strmap_put(&r->locals, e->name, e->shadowed);
+  }
+}
+
 static void scope_pop(Resolver *r, int saved) {
-  r->nstack = r->scope_start;
+  scope_truncate(r, r->scope_start);
   r->scope_start = saved;
 }
 
 static Symbol *declare_local(Resolver *r, const char *name, SrcLoc loc) {
-  for (int i = r->scope_start; i < r->nstack; i++) {
-    if (strcmp(r->stack[i].name, name) == 0) {
-      diag_error(r->diags, loc, "'%s' is already declared in this scope", name);
-      diag_note(r->diags, r->stack[i].sym->loc, "'%s' was declared here", name);
-      break;
-    }
+  ScopeEntry *outer = strmap_get(&r->locals, name);
+  if (outer && outer->index >= r->scope_start) {
+    diag_error(r->diags, loc, "'%s' is already declared in this scope", name);
+    diag_note(r->diags, outer->sym->loc, "'%s' was declared here", name);
   }
   Symbol *global = strmap_get(&r->globals, name);
   if (global && (global->kind == SYM_TYPE))
     diag_error(r->diags, loc, "'%s' is a type name and cannot be used as a variable name", name);
   if (r->nstack == r->capstack) {
     int cap = r->capstack ? r->capstack * 2 : 64;
-    r->stack = arena_grow(r->arena, r->stack, sizeof(ScopeEntry), (size_t)r->capstack, (size_t)cap);
+    r->stack = arena_grow(r->arena, r->stack, sizeof(ScopeEntry *), (size_t)r->capstack, (size_t)cap);
     r->capstack = cap;
   }
   Symbol *s = new_symbol(r, SYM_LOCAL, name, loc);
   s->slot = r->item->nlocals++;
-  r->stack[r->nstack++] = (ScopeEntry){name, s};
+  ScopeEntry *e = ARENA_NEW(r->arena, ScopeEntry);
+  *e = (ScopeEntry){name, s, r->nstack, outer};
+  r->stack[r->nstack++] = e;
+  strmap_put(&r->locals, name, e);
   return s;
 }
 
 static Symbol *lookup(Resolver *r, const char *name) {
-  for (int i = r->nstack - 1; i >= 0; i--)
-    if (strcmp(r->stack[i].name, name) == 0) return r->stack[i].sym;
-  return strmap_get(&r->globals, name);
+  ScopeEntry *e = strmap_get(&r->locals, name);
+  return e ? e->sym : strmap_get(&r->globals, name);
 }
 
 /* ---- arguments ---- */
@@ -298,10 +314,15 @@ static const AnnotSpec annot_specs[] = {
      ANNOT_ON_KERNEL | ANNOT_ON_FOR},
 };
 
+#define ANNOT_SPEC_COUNT (sizeof annot_specs / sizeof annot_specs[0])
+
 static void resolve_annotations(Resolver *r, Annotation *a, int n, unsigned where, const char *construct) {
+  /* Which annotations were seen already: one flag per kind keeps the
+   * duplicate check linear in the length of the list. */
+  bool seen[ANNOT_SPEC_COUNT] = {false};
   for (int i = 0; i < n; i++) {
     const AnnotSpec *spec = NULL;
-    for (size_t k = 0; k < sizeof annot_specs / sizeof annot_specs[0]; k++)
+    for (size_t k = 0; k < ANNOT_SPEC_COUNT; k++)
       if (strcmp(annot_specs[k].name, a[i].name) == 0) spec = &annot_specs[k];
     if (!spec) {
       diag_error(r->diags, a[i].loc, "unknown annotation '@%s'", a[i].name);
@@ -314,8 +335,8 @@ static void resolve_annotations(Resolver *r, Annotation *a, int n, unsigned wher
                                                 : "kernels and for loops");
       continue;
     }
-    for (int k = 0; k < i; k++)
-      if (strcmp(a[k].name, a[i].name) == 0) diag_error(r->diags, a[i].loc, "'@%s' is given twice", a[i].name);
+    if (seen[spec - annot_specs]) diag_error(r->diags, a[i].loc, "'@%s' is given twice", a[i].name);
+    seen[spec - annot_specs] = true;
     for (int k = 0; k < a[i].nargs; k++) resolve_expr(r, a[i].args[k].value);
     const char *what = arena_printf(r->arena, "'@%s'", a[i].name);
     a[i].bound = bind_args(r, what, spec->params, spec->min_args, spec->max_args, ~((1u << spec->min_args) - 1),
@@ -423,7 +444,6 @@ static void resolve_params(Resolver *r, Item *it) {
 
 static void resolve_item(Resolver *r, Item *it) {
   r->item = it;
-  r->nstack = 0;
   r->scope_start = 0;
   if (it->kind == ITEM_CONST) {
     resolve_type(r, it->const_type);
@@ -438,6 +458,7 @@ static void resolve_item(Resolver *r, Item *it) {
                       it->kind == ITEM_KERNEL ? "kernels" : "functions");
   resolve_type(r, it->ret);
   resolve_block(r, it->body, ctx, true);
+  scope_truncate(r, 0); /* the parameters */
   if (it->kind == ITEM_FN && it->ret) {
     AstBlock *b = it->body;
     if (b->nstmts == 0 || b->stmts[b->nstmts - 1]->kind != ST_RETURN || !b->stmts[b->nstmts - 1]->expr)
@@ -450,28 +471,63 @@ static void resolve_item(Resolver *r, Item *it) {
 
 enum { VISIT_NONE, VISIT_ACTIVE, VISIT_DONE };
 
-/* Depth-first search over call edges; an edge to an active function
- * closes a cycle. `state` is indexed by the Item's symbol slot field. */
-static void find_cycles(Resolver *r, Item *fn, int *state) {
-  state[fn->sym->id] = VISIT_ACTIVE;
-  for (int i = 0; i < r->nedges; i++) {
-    CallEdge *e = &r->edges[i];
-    if (e->caller != fn) continue;
-    int s = state[e->callee->sym->id];
-    if (s == VISIT_ACTIVE)
+/* The call edges grouped by caller: the edges of item i (by its symbol's
+ * id, the item's index) are order[first[i] .. first[i + 1]), in source
+ * order. */
+typedef struct CallGraph {
+  int *first;
+  CallEdge **order;
+} CallGraph;
+
+static CallGraph call_graph(Resolver *r, const Program *prog) {
+  CallGraph g;
+  g.first = ARENA_ARRAY(r->arena, int, prog->nitems + 2);
+  g.order = ARENA_ARRAY(r->arena, CallEdge *, r->nedges + 1);
+  for (int i = 0; i < r->nedges; i++) g.first[r->edges[i].caller->sym->id + 2]++;
+  for (int i = 2; i < prog->nitems + 2; i++) g.first[i] += g.first[i - 1];
+  /* first[i + 1] is now where item i's edges start; filling moves it to
+   * where they end, which is where item i + 1's start. */
+  for (int i = 0; i < r->nedges; i++) g.order[g.first[r->edges[i].caller->sym->id + 1]++] = &r->edges[i];
+  return g;
+}
+
+/* Depth-first search over call edges from fn; an edge to an active
+ * function closes a cycle. Iterative, with an explicit stack of (function,
+ * next edge), because a chain of helpers can be as long as the file. */
+static void find_cycles(Resolver *r, const CallGraph *g, Item *fn, int *state, int *stack, int *next_edge) {
+  int depth = 0;
+  stack[0] = fn->sym->id;
+  next_edge[0] = g->first[stack[0]];
+  state[stack[0]] = VISIT_ACTIVE;
+  while (depth >= 0) {
+    int caller = stack[depth];
+    if (next_edge[depth] == g->first[caller + 1]) {
+      state[caller] = VISIT_DONE;
+      depth--;
+      continue;
+    }
+    CallEdge *e = g->order[next_edge[depth]++];
+    int callee = e->callee->sym->id;
+    if (state[callee] == VISIT_ACTIVE) {
       diag_error(r->diags, e->loc, "recursive call to '%s': helper functions are inlined and cannot recurse",
                  e->callee->name);
-    else if (s == VISIT_NONE)
-      find_cycles(r, e->callee, state);
+    } else if (state[callee] == VISIT_NONE) {
+      depth++;
+      stack[depth] = callee;
+      next_edge[depth] = g->first[callee];
+      state[callee] = VISIT_ACTIVE;
+    }
   }
-  state[fn->sym->id] = VISIT_DONE;
 }
 
 static void check_recursion(Resolver *r, Program *prog) {
+  CallGraph g = call_graph(r, prog);
   int *state = ARENA_ARRAY(r->arena, int, prog->nitems + 1);
+  int *stack = ARENA_ARRAY(r->arena, int, prog->nitems + 1);
+  int *next_edge = ARENA_ARRAY(r->arena, int, prog->nitems + 1);
   for (int i = 0; i < prog->nitems; i++)
     if (prog->items[i]->kind == ITEM_FN && state[prog->items[i]->sym->id] == VISIT_NONE)
-      find_cycles(r, prog->items[i], state);
+      find_cycles(r, &g, prog->items[i], state, stack, next_edge);
 }
 
 static void declare_builtins(Resolver *r) {
@@ -521,6 +577,7 @@ bool resolve_program(Program *prog, Arena *arena, Diags *diags) {
   r.diags = diags;
   int errors_before = diags->errors;
   strmap_init(&r.globals, arena);
+  strmap_init(&r.locals, arena);
   declare_builtins(&r);
   declare_items(&r, prog);
   for (int i = 0; i < prog->nitems && !diags_full(diags); i++) resolve_item(&r, prog->items[i]);

@@ -100,8 +100,7 @@ struct Symbol {
   int id;       /* builtin id, builtin const, or ScalarKind */
   bool is_var;  /* declared with var: may be assigned */
   bool is_param, is_const_param, is_loop_var;
-  Item *item;   /* SYM_FN, SYM_KERNEL, SYM_GLOBAL_CONST */
-  int state;    /* global const evaluation: 0 not yet, 1 in progress, 2 done */
+  Item *item;   /* SYM_FN, SYM_KERNEL, SYM_GLOBAL_CONST (id: the item's index) */
 };
 
 /* A const parameter value given from outside (-D NAME=VALUE). */

@@ -29,17 +29,20 @@ void arena_free(Arena *a) {
   a->used_total = 0;
 }
 
+static void out_of_memory(size_t size) {
+  fprintf(stderr, "tile: out of memory (arena chunk of %zu bytes)\n", size);
+  abort();
+}
+
 void *arena_alloc(Arena *a, size_t size) {
+  if (size > SIZE_MAX / 2) out_of_memory(size); /* no malloc could hold it; rounding would wrap */
   size = (size + 15) & ~(size_t)15;
   if (size == 0) size = 16;
   ArenaChunk *c = a->head;
   if (!c || c->size - c->used < size) {
     size_t cap = size > ARENA_CHUNK_BYTES ? size : ARENA_CHUNK_BYTES;
     ArenaChunk *n = malloc(sizeof(ArenaChunk) + cap);
-    if (!n) {
-      fprintf(stderr, "tile: out of memory (arena chunk of %zu bytes)\n", cap);
-      abort();
-    }
+    if (!n) out_of_memory(cap);
     n->size = cap;
     n->used = 0;
     /* Keep a partly used chunk at the head when the new one is a
@@ -81,8 +84,13 @@ char *arena_printf(Arena *a, const char *fmt, ...) {
   return p;
 }
 
+void *arena_alloc_array(Arena *a, size_t elem, size_t n) {
+  if (elem && n > SIZE_MAX / elem) out_of_memory(SIZE_MAX);
+  return arena_alloc(a, elem * n);
+}
+
 void *arena_grow(Arena *a, void *old, size_t elem, size_t old_cap, size_t new_cap) {
-  void *p = arena_alloc(a, elem * new_cap);
+  void *p = arena_alloc_array(a, elem, new_cap);
   if (old && old_cap) memcpy(p, old, elem * old_cap);
   return p;
 }

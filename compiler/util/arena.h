@@ -21,8 +21,12 @@ typedef struct Arena {
 
 void arena_init(Arena *a);
 void arena_free(Arena *a);
-/* Zeroed, 16-byte aligned memory. Aborts only if malloc itself fails. */
+/* Zeroed, 16-byte aligned memory. Aborts only if malloc itself fails (a
+ * size too large for any allocation counts as that). */
 void *arena_alloc(Arena *a, size_t size);
+/* Room for n elements of elem bytes each; a product that overflows size_t
+ * is an allocation failure, not a wrapped-around small block. */
+void *arena_alloc_array(Arena *a, size_t elem, size_t n);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -31,6 +35,6 @@ char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf,
 void *arena_grow(Arena *a, void *old, size_t elem, size_t old_cap, size_t new_cap);
 
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
-#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
+#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc_array((a), sizeof(T), (size_t)(n)))
 
 #endif

@@ -13,6 +13,19 @@ void diags_init(Diags *d, Arena *arena, const Source *src) {
 
 bool diags_full(const Diags *d) { return d->errors >= DIAG_MAX_ERRORS; }
 
+const char *diag_quote(char buf[DIAG_QUOTE_BUF], const char *text) {
+  size_t n = strnlen(text, DIAG_MAX_QUOTE + 1);
+  if (n <= DIAG_MAX_QUOTE) {
+    memcpy(buf, text, n + 1);
+    return buf;
+  }
+  n = DIAG_MAX_QUOTE;
+  while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--; /* a character boundary */
+  memcpy(buf, text, n);
+  memcpy(buf + n, "...", 4);
+  return buf;
+}
+
 static void diag_add(Diags *d, DiagLevel level, SrcLoc loc, const char *fmt, va_list ap) {
   if (d->truncated) return;
   if (level == DIAG_ERROR && diags_full(d)) {
@@ -65,24 +78,47 @@ static int utf8_seq_len(const unsigned char *p, size_t avail) {
   return n;
 }
 
-/* Prints source line `line` with unprintable bytes as '?', then a caret
- * under byte column `col` (one caret column per printed character). */
-static void render_source_line(const Source *src, SrcLoc loc, StrBuf *out) {
-  if (!src || !src->text || loc.line == 0) return;
+/* Where line `line` (1-based) of src starts, or false if there is none. */
+static bool find_line(const Source *src, uint32_t line, size_t *start) {
   size_t pos = 0;
-  uint32_t l = 1;
-  for (; l < loc.line && pos < src->len; pos++)
-    if (src->text[pos] == '\n') l++;
-  if (l < loc.line) return; /* no such line */
+  for (uint32_t l = 1; l < line; l++) {
+    const char *nl = pos < src->len ? memchr(src->text + pos, '\n', src->len - pos) : NULL;
+    if (!nl) return false;
+    pos = (size_t)(nl - src->text) + 1;
+  }
+  *start = pos;
+  return true;
+}
+
+/* Prints source line `line` with unprintable bytes as '?', then a caret
+ * under byte column `col` (one caret column per printed character; a
+ * column past the end of the line is shown just after it). A line longer
+ * than DIAG_MAX_LINE_BYTES is shown as a window of that many bytes around
+ * the column, with "..." where it is cut. */
+static void render_source_line(const Source *src, SrcLoc loc, StrBuf *out) {
+  size_t pos;
+  if (!src || !src->text || loc.line == 0 || !find_line(src, loc.line, &pos)) return;
   const unsigned char *s = (const unsigned char *)src->text;
-  size_t end = pos;
-  while (end < src->len && s[end] != '\n') end++;
+  const unsigned char *nl = memchr(s + pos, '\n', src->len - pos);
+  size_t end = nl ? (size_t)(nl - s) : src->len;
   if (end > pos && s[end - 1] == '\r') end--;
+  size_t target = pos + (loc.col > 1 ? loc.col - 1 : 0); /* the byte under the caret */
+  if (target > end) target = end;
+  size_t from = pos, to = end;
+  if (end - pos > DIAG_MAX_LINE_BYTES) {
+    from = target - pos > DIAG_LINE_CONTEXT ? target - DIAG_LINE_CONTEXT : pos;
+    while (from > pos && (s[from] & 0xC0) == 0x80) from--; /* start at a character */
+    to = end - from > DIAG_MAX_LINE_BYTES ? from + DIAG_MAX_LINE_BYTES : end;
+    while (to < end && to > target && (s[to] & 0xC0) == 0x80) to--;
+  }
   size_t caret = 0, shown = 0;
   sb_puts(out, "    ");
-  for (size_t i = pos; i < end;) {
-    if (i - pos + 1 == loc.col) caret = shown;
-    int n = utf8_seq_len(s + i, end - i);
+  if (from > pos) {
+    sb_puts(out, "...");
+    shown = 3;
+  }
+  for (size_t i = from; i < to;) {
+    int n = utf8_seq_len(s + i, to - i);
     if (n == 1 && (s[i] < 0x20 || s[i] == 0x7f)) {
       sb_putc(out, s[i] == '\t' ? ' ' : '?');
     } else if (n >= 1) {
@@ -92,12 +128,12 @@ static void render_source_line(const Source *src, SrcLoc loc, StrBuf *out) {
       n = 1;
     }
     /* Bytes inside a multi-byte character map to its single column. */
-    for (int k = 1; k < n; k++)
-      if (i - pos + 1 + (size_t)k == loc.col) caret = shown;
+    if (target >= i && target < i + (size_t)n) caret = shown;
     i += (size_t)n;
     shown++;
   }
-  if (loc.col > end - pos) caret = shown + (loc.col - 1 - (end - pos));
+  if (target >= to) caret = shown;
+  if (to < end) sb_puts(out, "...");
   sb_puts(out, "\n    ");
   for (size_t i = 0; i < caret; i++) sb_putc(out, ' ');
   sb_puts(out, "^\n");

@@ -5,6 +5,9 @@
  *   tile-gpu test [NAME]   run the GPU tests (those whose name contains NAME)
  *   tile-gpu bench [SECTION] run the benchmarks (memory, gemm, launch,
  *                          compile); last a Markdown table
+ *   tile-gpu diff [--count N] [--seed S] [--jobs J] [--seconds T] ...
+ *                          random kernels on the GPU and in the interpreter,
+ *                          compared as the spec allows (gpu_diff.c)
  *   tile-gpu debug-trap barrier|offset
  *                          (used by the tests) a kernel in the debug mode
  *                          with a broken barrier protocol or a misaligned
@@ -23,6 +26,7 @@
 int gpu_tests_main(int argc, char **argv, const char *source_root);
 int gpu_bench_main(int argc, char **argv, const char *source_root);
 int gpu_debug_trap_child(const char *what, const char *source_root);
+int gpu_diff_main(int argc, char **argv, const char *source_root);
 
 int main(int argc, char **argv) {
   const char *root = TILE_SOURCE_ROOT;
@@ -30,7 +34,8 @@ int main(int argc, char **argv) {
   if (i + 1 < argc && !strcmp(argv[i], "--root")) root = argv[i + 1], i += 2;
   if (i < argc && !strcmp(argv[i], "test")) return gpu_tests_main(argc - i - 1, argv + i + 1, root);
   if (i < argc && !strcmp(argv[i], "bench")) return gpu_bench_main(argc - i - 1, argv + i + 1, root);
+  if (i < argc && !strcmp(argv[i], "diff")) return gpu_diff_main(argc - i - 1, argv + i + 1, root);
   if (i < argc && !strcmp(argv[i], "debug-trap")) return gpu_debug_trap_child(i + 1 < argc ? argv[i + 1] : NULL, root);
-  fprintf(stderr, "usage: tile-gpu [--root DIR] test [NAME] | bench [SECTION]\n");
+  fprintf(stderr, "usage: tile-gpu [--root DIR] test [NAME] | bench [SECTION] | diff [OPTIONS]\n");
   return 2;
 }

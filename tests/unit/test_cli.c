@@ -34,6 +34,8 @@ extern char **environ;
 /* ---- harness ------------------------------------------------------------ */
 
 #define MAX_PATHS 64
+/* Most arguments of one run: room for the limits on -D and --arg. */
+#define MAX_ARGS 600
 
 static char tmpdir[64];
 static char *created[MAX_PATHS]; /* files to remove at the end */
@@ -114,11 +116,11 @@ static Result run_argv(const char *const *args) {
   snprintf(name, sizeof name, "stderr.%d", serial++);
   const char *err_path = tmp_path(name);
 
-  const char *argv[64];
+  const char *argv[MAX_ARGS];
   int argc = 0;
   argv[argc++] = tilec_path();
   for (int i = 0; args[i]; i++) {
-    cr_assert_lt(argc, 63);
+    cr_assert_lt(argc, MAX_ARGS - 1);
     argv[argc++] = args[i];
   }
   argv[argc] = NULL;
@@ -544,5 +546,182 @@ Test(cli, run_nonexistent_file_exits_2) {
   Result r = RUN("run", f, "--grid", "1");
   expect_status(&r, 2);
   cr_expect(starts_with(r.err, "tilec: cannot open '"), "stderr:\n%s", r.err);
+  result_free(&r);
+}
+
+/* ---- tilec run: limits ------------------------------------------------------ */
+
+/* i stays in 0 .. 4: the loop never ends. */
+static const char spin_src[] = "kernel spin(z: *f32) {\n"
+                               "    var i = 1;\n"
+                               "    while i < 10 {\n"
+                               "        i = (i * 7) % 5;\n"
+                               "    }\n"
+                               "    store(z, 1.0);\n"
+                               "}\n";
+
+Test(cli, run_timeout_stops_a_runaway_loop_with_its_location) {
+  const char *f = write_file("spin.tile", spin_src);
+  Result r = RUN("run", f, "--grid", "1", "--arg", "z=zeros:1", "--timeout", "0.3");
+  expect_status(&r, 1);
+  /* At whichever op of the loop (line 3 or 4) was running when the clock
+   * was read. */
+  char prefix[256];
+  snprintf(prefix, sizeof prefix, "%s:", f);
+  cr_expect(starts_with(r.err, prefix), "stderr:\n%s", r.err);
+  const char *loc = r.err + strlen(prefix);
+  cr_expect(loc[0] == '3' || loc[0] == '4', "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, ": error: time limit of 0.3 seconds exceeded after ") != NULL, "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, " steps (program (0, 0, 0))\n") != NULL, "stderr:\n%s", r.err);
+  cr_expect_str_eq(r.out, "");
+  result_free(&r);
+  /* The step limit is reported as before when it comes first. */
+  r = RUN("run", f, "--grid", "1", "--arg", "z=zeros:1", "--max-steps", "1000", "--timeout", "100");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, ": error: execution limit of 1000 steps exceeded (program (0, 0, 0))") != NULL,
+            "stderr:\n%s", r.err);
+  result_free(&r);
+  /* --timeout 0: no time limit. */
+  const char *add = write_file("add.tile", good_src);
+  r = RUN("run", add, "--timeout", "0", "--grid", "1", "--arg", "z=zeros:4", "--arg", "x=range:4", "--arg", "y=range:4",
+          "--arg", "n=4");
+  cr_expect_str_eq(r.out, "z: f32[4] min=0 max=6 mean=3 nan=0\nx: f32[4] min=0 max=3 mean=1.5 nan=0\n"
+                          "y: f32[4] min=0 max=3 mean=1.5 nan=0\n");
+  result_free(&r);
+}
+
+Test(cli, run_limit_usage_errors_exit_2) {
+  const char *f = write_file("spin.tile", spin_src);
+  expect_usage(RUN("run", f, "--grid", "1", "--timeout", "-1"),
+               "tilec run: --timeout needs a number of seconds (0: no limit), got '-1'");
+  expect_usage(RUN("run", f, "--grid", "1", "--timeout", "inf"),
+               "tilec run: --timeout needs a number of seconds (0: no limit), got 'inf'");
+  expect_usage(RUN("run", f, "--grid", "1", "--timeout"), "tilec run: option '--timeout' needs an argument");
+  /* strtoull skips blanks and then takes a sign: " -1" is not 2^64 - 1. */
+  expect_usage(RUN("run", f, "--grid", "1", "--seed", " -1"), "tilec run: --seed needs a non-negative integer, got ' -1'");
+  expect_usage(RUN("run", f, "--grid", "1", "--max-steps", " -5"),
+               "tilec run: --max-steps needs a positive integer, got ' -5'");
+}
+
+Test(cli, run_buffer_shapes_are_checked_before_multiplying) {
+  /* Four sizes of 2^40 multiply past 2^63: a usage error, not an overflow. */
+  const char *f = write_file("spin.tile", spin_src);
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", "z=zeros:1099511627776x1099511627776x1099511627776"),
+               "tilec run: bad buffer for 'z' (expected rand:N, zeros:N, range:N or file:PATH; descriptors need a "
+               "shape of their rank, e.g. rand:64x32)");
+}
+
+/* ---- inputs and echoed arguments ------------------------------------------- */
+
+Test(cli, output_that_would_overwrite_the_input_is_refused) {
+  const char *f = write_file("keep.tile", good_src);
+  char msg[512];
+  snprintf(msg, sizeof msg, "tilec: -o '%s' would overwrite the input", f);
+  expect_usage(RUN(f, "--emit=ir", "-o", f), msg);
+  /* Another name of the same file. */
+  const char *link = tmp_path("link.tile");
+  cr_assert_eq(symlink(f, link), 0);
+  snprintf(msg, sizeof msg, "tilec: -o '%s' would overwrite the input", link);
+  expect_usage(RUN(f, "--emit=ast", "-o", link), msg);
+  char *text = read_file(f, NULL);
+  cr_expect_str_eq(text, good_src, "the source was changed");
+  free(text);
+}
+
+Test(cli, sources_over_64_mib_are_refused_without_reading_them) {
+  /* /dev/zero never ends: reading stops at the limit (it grew to 7.9 GB). */
+  expect_usage(RUN("/dev/zero"), "tilec: '/dev/zero' is larger than 64 MiB (the limit of a source file)");
+  /* A (sparse) regular file one byte over: refused from its size. */
+  const char *f = write_file("big.tile", "");
+  cr_assert_eq(truncate(f, ((off_t)64 << 20) + 1), 0);
+  char msg[512];
+  snprintf(msg, sizeof msg, "tilec: '%s' is larger than 64 MiB (the limit of a source file)", f);
+  expect_usage(RUN(f), msg);
+}
+
+/* "NAME=" followed by n copies of c (malloc'd). */
+static char *long_define(const char *name, char c, size_t n) {
+  size_t l = strlen(name);
+  char *s = malloc(l + n + 1);
+  cr_assert_not_null(s);
+  memcpy(s, name, l);
+  memset(s + l, c, n);
+  s[l + n] = 0;
+  return s;
+}
+
+Test(cli, long_define_values_are_cut_in_messages) {
+  const char *f = write_file("add.tile", good_src);
+  char *value = long_define("BLOCK=", '9', 100 * 1024);
+  Result r = RUN(f, "-D", value);
+  expect_status(&r, 1);
+  char want[512];
+  snprintf(want, sizeof want, "error: invalid value '%.128s...' for const parameter 'BLOCK' of type i32\n", value + 6);
+  cr_expect(strstr(r.err, want) != NULL, "stderr:\n%.1000s", r.err);
+  cr_expect_lt(strlen(r.err), 1000, "the value came back whole");
+  result_free(&r);
+  free(value);
+  /* A malformed one is a usage error, cut the same way. */
+  value = long_define("", 'N', 100 * 1024);
+  snprintf(want, sizeof want, "tilec: -D needs NAME=VALUE, got '%.128s...'", value);
+  expect_usage(RUN(f, "-D", value), want);
+  free(value);
+}
+
+Test(cli, run_refuses_an_argument_given_twice) {
+  /* The second one was silently used before. */
+  const char *f = write_file("add.tile", good_src);
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", "n=4", "--arg", "z=zeros:4", "--arg", "n=5"),
+               "tilec run: --arg 'n' is given twice");
+}
+
+Test(cli, run_cuts_long_arguments_in_messages) {
+  const char *f = write_file("add.tile", good_src);
+  char *grid = long_define("", '7', 100 * 1024);
+  char want[512];
+  snprintf(want, sizeof want, "tilec run: --grid needs X[,Y[,Z]] with positive sizes, got '%.128s...'", grid);
+  expect_usage(RUN("run", f, "--grid", grid), want);
+  free(grid);
+  char *arg = long_define("", 'q', 100 * 1024);
+  arg[100 * 1024 - 2] = '=';
+  snprintf(want, sizeof want, "tilec run: kernel has no runtime parameter '%.128s...'", arg);
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", arg), want);
+  free(arg);
+}
+
+Test(cli, define_and_arg_counts_are_limited) {
+  const char *f = write_file("add.tile", good_src);
+  static const char *args[MAX_ARGS];
+  int n = 0;
+  args[n++] = f;
+  for (int i = 0; i < 257; i++) args[n++] = "-DBLOCK=64"; /* CLI_MAX_DEFINES is 256 */
+  args[n] = NULL;
+  expect_usage(run_argv(args), "tilec: too many -D options");
+  n = 0;
+  args[n++] = "run";
+  args[n++] = f;
+  args[n++] = "--grid";
+  args[n++] = "1";
+  static char names[65][16];
+  for (int i = 0; i < 65; i++) { /* RUN_MAX_PARAMS is 64 */
+    snprintf(names[i], sizeof names[i], "p%d=1", i);
+    args[n++] = "--arg";
+    args[n++] = names[i];
+  }
+  args[n] = NULL;
+  expect_usage(run_argv(args), "tilec run: more than 64 --arg options");
+}
+
+Test(cli, run_file_buffers_over_1_gib_are_refused_without_reading_them) {
+  const char *f = write_file("add.tile", good_src);
+  const char *big = write_file("big.bin", "");
+  if (truncate(big, ((off_t)1 << 30) + 1) != 0) cr_skip_test("no sparse files here");
+  char arg[600];
+  snprintf(arg, sizeof arg, "x=file:%s", big);
+  Result r = RUN("run", f, "--grid", "1", "--arg", "z=zeros:4", "--arg", arg, "--arg", "y=zeros:4", "--arg", "n=4");
+  expect_status(&r, 2);
+  char want[600];
+  snprintf(want, sizeof want, "tilec: '%s' is larger than 1024 MiB (the limit of a file: buffer)\n", big);
+  cr_expect(starts_with(r.err, want), "stderr:\n%s", r.err);
   result_free(&r);
 }

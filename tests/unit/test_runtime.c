@@ -514,6 +514,68 @@ Test(meta_bad, consts) {
   expect_bad_body("const X i32\nend\n", "expected 'const NAME TYPE VALUE'", NULL);
 }
 
+/* A bad body and two parts of the message it must give (NULL: none). */
+typedef struct bad_body {
+  const char *body, *part1, *part2;
+} bad_body;
+
+static void expect_bad_bodies(const bad_body *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) expect_bad_body(cases[i].body, cases[i].part1, cases[i].part2);
+}
+
+/* A float const must be finite unless spelled inf or nan (as %.17g writes
+ * them), in range of its type, and in %.17g's form; an integer const in
+ * range of its type. */
+Test(meta_bad, consts_out_of_range_or_not_as_written) {
+  static const bad_body cases[] = {
+      {"const X f32 1e999\nend\n", "bad value '1e999' for const 'X' of type f32", "out of range: not finite as a double"},
+      {"const X f64 -1e400\nend\n", "bad value '-1e400'", "not finite"},
+      {"const X f32 1e39\nend\n", "bad value '1e39' for const 'X' of type f32", "out of range for its type"},
+      {"const X f16 65520\nend\n", "bad value '65520' for const 'X' of type f16", "out of range for its type"},
+      {"const X f32 0x1p3\nend\n", "bad value '0x1p3'", "as %.17g writes it"},
+      {"const X f32 infinity\nend\n", "bad value 'infinity'", NULL},
+      {"const X f32 +1\nend\n", "bad value '+1'", NULL},
+      {"const X f32 1.\nend\n", "bad value '1.'", NULL},
+      {"const X f32 1e\nend\n", "bad value '1e'", NULL},
+      {"const X f32 \t1\nend\n", "line 5: control character 0x09 in field 4", NULL},
+      /* Integers lie in their type's range (unsigned ones are written with
+       * %llu, so never negative). */
+      {"const X i8 128\nend\n", "bad value '128' for const 'X' of type i8", NULL},
+      {"const X i8 -129\nend\n", "bad value '-129'", NULL},
+      {"const X u8 256\nend\n", "bad value '256'", NULL},
+      {"const X u64 -1\nend\n", "bad value '-1' for const 'X' of type u64", NULL},
+      {"const X i64 9223372036854775808\nend\n", "bad value '9223372036854775808'", NULL},
+      {"const X i32 -0\nend\n", "bad value '-0'", NULL},
+      {"const X i32 007\nend\n", "bad value '007'", NULL},
+  };
+  expect_bad_bodies(cases, sizeof cases / sizeof cases[0]);
+}
+
+Test(meta, consts_as_the_compiler_writes_them) {
+  tile_kernel_info *info = parse_ok("tile-kernel 1\nname k\nwarps 1\nshared 0\n"
+                                    "const A f32 0.10000000149011612\nconst B f32 inf\nconst C f64 -inf\n"
+                                    "const D f32 nan\nconst E f64 -1.5e-07\nconst F f16 65504\n"
+                                    "const G f64 1.7976931348623157e+308\nconst H bf16 -0\nend\n");
+  cr_expect_eq(info->nconsts, 8);
+  cr_expect_str_eq(info->consts[1].value, "inf");
+  tile_meta_free(info);
+  info = parse_ok("tile-kernel 1\nname k\nwarps 1\nshared 0\nconst A i8 -128\nconst B i64 -9223372036854775808\n"
+                  "const C u64 18446744073709551615\nconst D u8 255\nconst E i1 1\nend");
+  cr_expect_eq(info->nconsts, 5);
+  tile_meta_free(info);
+}
+
+/* CRLF line ends are rejected with a message that says so, on the first
+ * line that has one (not as "version '1' is not supported"). */
+Test(meta_bad, crlf_line_ends) {
+  expect_bad_meta("tile-kernel 1\r\nname k\r\nwarps 4\r\nshared 0\r\nend\r\n",
+                  "metadata line 1: carriage return (CRLF line ends are not accepted)", NULL);
+  expect_bad_body("param n i32\r\nend\n", "metadata line 5: carriage return (CRLF line ends are not accepted)", NULL);
+  expect_bad_meta("tile-kernel 1\nname k\nwarps 4\nshared 0\nend\r",
+                  "metadata line 5: carriage return (CRLF line ends are not accepted)", NULL);
+  expect_bad_body("param n\x01 i32\nend\n", "line 5: control character 0x01 in field 2", NULL);
+}
+
 Test(meta_bad, bad_kernel_name) {
   expect_bad_meta("tile-kernel 1\nname 1k\nwarps 4\nshared 0\nend\n", "line 2: bad kernel name '1k'", NULL);
   expect_bad_meta("tile-kernel 1\nname\nwarps 4\nshared 0\nend\n", "line 2: expected 'name KERNEL'", NULL);
@@ -671,6 +733,40 @@ Test(check_args, bad_calls_and_small_buffers) {
   cr_expect_eq(tile_check_args(info, grid1, args, 4, tiny, sizeof tiny), TILE_ERROR_INVALID_ARGUMENT);
   cr_expect_str_eq(tiny, "argumen");
   tile_meta_free(info);
+}
+
+/* tile_check_args also takes a tile_kernel_info a program filled in: the
+ * fields the checks index with or divide by are checked, not trusted. */
+Test(check_args, inconsistent_hand_made_info) {
+  tile_param_info p = {.name = "n", .kind = TILE_PARAM_INT, .elem = "i32", .dtype = TILE_DTYPE_I32, .elem_bytes = 4};
+  tile_kernel_info info = {.name = "k", .warps = 1, .threads = 32, .nparams = 1, .params = &p};
+  tile_arg a = tile_arg_i32(INT32_MIN);
+  char msg[MSG_SIZE] = "";
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_OK, "%s", msg);
+  p.dtype = TILE_DTYPE_F32; /* an integer parameter of a float type: int_ranges has no entry */
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_str_eq(msg, "parameter 0 of kernel 'k': inconsistent tile_param_info (an integer parameter has a "
+                        "non-integer dtype)");
+  p.dtype = (tile_dtype)99;
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  expect_contains(msg, "its dtype is not a tile_dtype");
+  p.dtype = TILE_DTYPE_I32;
+  p.multiple_of = -1; /* INT32_MIN % -1 */
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  expect_contains(msg, "its multiple_of is negative");
+  tile_param_info q = {.name = "p", .kind = TILE_PARAM_PTR, .elem = "f32", .dtype = TILE_DTYPE_F32};
+  info.params = &q; /* elem_bytes 0: the alignment check would divide by it */
+  a = tile_arg_ptr(0x1000);
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  expect_contains(msg, "its elem_bytes is not 1 to 8");
+  tile_param_info d = {.name = "d", .kind = TILE_PARAM_DESC, .elem = "f32", .dtype = TILE_DTYPE_F32, .elem_bytes = 4};
+  info.params = &d; /* desc_rank 0: box[desc_rank - 1] */
+  a = tile_arg_desc(fake_tensor_map);
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  expect_contains(msg, "its desc_rank is not 1 to 4");
+  info.params = NULL;
+  cr_expect_eq(tile_check_args(&info, grid1, &a, 1, msg, sizeof msg), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_str_eq(msg, "tile_check_args: info->params is NULL");
 }
 
 Test(check_args, leaves_last_error_alone) {

@@ -1,0 +1,90 @@
+/* run.h - the command line of `tilec run`, parsed without running
+ * anything: run.c uses these functions, and so does the fuzz target
+ * tests/fuzz/fuzz_run_args.c, which feeds them arbitrary argument vectors.
+ * Nothing here prints, reads a file or allocates a buffer. */
+#ifndef TILE_RUN_H
+#define TILE_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+/* Most kernel parameters `tilec run` handles (and so --arg options). */
+#define RUN_MAX_PARAMS 64
+
+/* Dimensions of a buffer shape ("AxBxCxD"): the largest descriptor rank. */
+#define RUN_MAX_RANK 4
+
+/* Most elements of one buffer (2^40): far above what a host holds, and
+ * small enough that the element count times an element size (at most 8
+ * bytes) and every row-major stride fit in 64 bits. */
+#define RUN_MAX_BUFFER_ELEMS ((int64_t)1 << 40)
+
+/* Wall-clock limit of one run unless --timeout says otherwise: long enough
+ * for every kernel of the test suites on a small machine, short enough
+ * that a runaway loop is reported within a minute. */
+#define RUN_DEFAULT_TIMEOUT_SECONDS 60.0
+
+/* Longest usage message run_parse_options writes. */
+#define RUN_MESSAGE_BYTES 512
+
+typedef struct RunArg {
+  const char *name; /* malloc'd */
+  const char *spec; /* points into argv */
+} RunArg;
+
+typedef struct RunOptions {
+  const char *file, *kernel, *dump;
+  int64_t grid[3];
+  uint64_t seed, max_steps; /* max_steps 0: the interpreter's default */
+  double timeout_seconds;   /* 0: no time limit */
+  bool no_opt;
+  tc_define defines[CLI_MAX_DEFINES]; /* names malloc'd */
+  int ndefines;
+  RunArg args[RUN_MAX_PARAMS];
+  int nargs;
+} RunOptions;
+
+/* What run_parse_options found. */
+typedef enum RunParse {
+  RUN_PARSE_OK,    /* the options are complete: run */
+  RUN_PARSE_HELP,  /* -h or --help: print the usage, exit 0 */
+  RUN_PARSE_USAGE, /* a usage error, described in msg: exit 2 */
+} RunParse;
+
+/* Parses argv[1..argc-1] (argv[0] is "run") into *o, which must be zeroed.
+ * On RUN_PARSE_USAGE, msg (msg_size > 0) holds the message without the
+ * "tilec run: " prefix. Free *o with run_options_free whatever the result. */
+RunParse run_parse_options(int argc, char **argv, RunOptions *o, char *msg, size_t msg_size);
+void run_options_free(RunOptions *o);
+
+/* The usage text of `tilec run --help`. */
+const char *run_usage_text(void);
+
+/* A buffer argument: "rand:SHAPE", "zeros:SHAPE", "range:SHAPE" or
+ * "file:PATH", with SHAPE "N" or "AxB..." (at most RUN_MAX_RANK sizes, each
+ * at least 1, RUN_MAX_BUFFER_ELEMS elements in all). */
+typedef enum RunFill { RUN_FILL_RAND, RUN_FILL_ZEROS, RUN_FILL_RANGE, RUN_FILL_FILE } RunFill;
+
+typedef struct RunBufferSpec {
+  RunFill fill;
+  const char *path; /* RUN_FILL_FILE: points into the spec */
+  int rank;         /* 0 for a file (its size decides) */
+  int64_t shape[RUN_MAX_RANK];
+  int64_t n; /* elements */
+} RunBufferSpec;
+
+bool run_parse_buffer_spec(const char *spec, RunBufferSpec *out);
+
+/* The value of a scalar parameter p (TC_PARAM_INT, _FLOAT or _BOOL) from
+ * its --arg text, into a->i or a->f; false if the text is not a number of
+ * p's type (see spec/diagnostics.md). */
+bool run_parse_scalar(const char *spec, const tc_param *p, tc_arg *a);
+
+/* Row-major strides, in elements, of a contiguous array of the given shape
+ * (sizes at least 1); false if one does not fit in 64 bits. */
+bool run_row_major_strides(const int64_t *shape, int rank, int64_t *strides);
+
+#endif
