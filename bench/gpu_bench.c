@@ -697,6 +697,35 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
   variant_free(&k.v);
 }
 
+/* lang/std/gemm_ws.tile (warp-specialized) with bf16 C: persistent (a
+ * grid of min(tiles, SMs)) or one program per tile. */
+static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent) {
+  char dm[16], dn[16], dk[16], ds[16], dc[16], label[80];
+  snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(ds, sizeof ds, "%d", stages);
+  snprintf(dc, sizeof dc, "%d", consumers), snprintf(dk, sizeof dk, "%d", bk);
+  const char *defs[] = {"T",         "bf16", "TC",     "bf16", "BLOCK_M",   dm, "BLOCK_N", dn, "BLOCK_K",
+                        dk,          "STAGES", ds,     "CONSUMERS", dc, NULL};
+  snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s", bm, bn, bk, stages, consumers,
+           persistent ? " persistent" : "");
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  if (!variant_build(p->g, "lang/std/gemm_ws.tile", defs, &k.v)) return;
+  k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+  k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
+  k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
+  for (int i = 0; i < 3; i++) k.args[k.nargs++] = tile_arg_tensor(&k.t[i]);
+  k.args[k.nargs++] = tile_arg_i32(p->m);
+  k.args[k.nargs++] = tile_arg_i32(p->n);
+  k.args[k.nargs++] = tile_arg_i32(p->k);
+  uint32_t tiles = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
+  uint32_t sms = (uint32_t)p->g->props.sm_count;
+  k.grid[0] = persistent && sms < tiles ? sms : tiles;
+  k.grid[1] = k.grid[2] = 1;
+  double ms = time_ms(p->g, do_tile_gemm, &k);
+  gemm_report(p, label, GEMM_BF16, ms, p->c);
+  variant_free(&k.v);
+}
+
 static void bench_gemm_kernels(GemmProblem *p) {
   static const struct {
     bool tma;
@@ -709,6 +738,15 @@ static void bench_gemm_kernels(GemmProblem *p) {
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
     bench_tile_gemm(p, variants[i].tma, variants[i].bm, variants[i].bn, variants[i].bk, variants[i].stages,
                     variants[i].warps);
+  static const struct {
+    int bm, bn, bk, stages, consumers;
+    bool persistent;
+  } ws[] = {
+      {128, 256, 64, 3, 2, false}, {128, 256, 64, 3, 2, true}, {128, 256, 32, 6, 2, true},
+      {128, 256, 32, 5, 2, true},  {128, 128, 64, 4, 2, true}, {128, 128, 64, 6, 2, true},
+  };
+  for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+    bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent);
 }
 
 static void bench_gemm(Gpu *g) {
@@ -818,7 +856,8 @@ static void bench_launch(Gpu *g) {
 
 static void bench_compile(Gpu *g) {
   static const char *const files[] = {"lang/std/softmax.tile",  "lang/std/layernorm.tile", "lang/std/gemm.tile",
-                                      "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",  "lang/std/flash_attention.tile"};
+                                      "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",  "lang/std/flash_attention.tile",
+                                      "lang/std/gemm_ws.tile"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     double t[COMPILE_REPS];
     for (int r = 0; r < COMPILE_REPS; r++) {

@@ -365,6 +365,17 @@ static void visit_dot(Sched *s, Op *op) {
 
 static void visit_block_load(Sched *s, Op *op) { block_load_to_buffer(s, op); }
 
+static Op *enclosing_loop(const Op *op) {
+  for (Block *b = op->parent; b && b->parent; b = b->parent->parent)
+    if (b->parent->kind == OP_FOR || b->parent->kind == OP_WHILE) return b->parent;
+  return NULL;
+}
+
+/* registers -> buffer -> TMA store. In a loop (a persistent kernel's
+ * tiles) the store is not waited for where it is issued: the next
+ * iteration waits before it writes the buffer again, and after the loop
+ * the last store is waited for, so the store of one tile overlaps the
+ * work of the next. */
 static void visit_block_store(Sched *s, Op *op) {
   const DescBox *db = sched_desc_box(s, op->operands[0]);
   if (!db) return;
@@ -374,12 +385,19 @@ static void visit_block_store(Sched *s, Op *op) {
   IrBuilder b = irb_before(s->a, op);
   Value *ops[2 + TILE_MAX_RANK] = {op->operands[0], buf};
   block_coords(&b, op, 2, ops + 2);
+  Op *loop = enclosing_loop(op);
+  if (loop) sched_void(&b, OP_TMA_STORE_WAIT, 1, (Value *[]){buf}, 0);
   sched_barrier(&b);
   sched_void(&b, OP_SMEM_STORE, 2, (Value *[]){buf, v}, 0);
   sched_void(&b, OP_FENCE_ASYNC, 0, NULL, 0);
   sched_barrier(&b);
-  irb_op(&b, OP_TMA_STORE, 2 + t.rank, ops, NULL);
+  Op *st = irb_op(&b, OP_TMA_STORE, 2 + t.rank, ops, NULL);
   ir_unlink(op);
+  if (!loop) return;
+  st->attr[0] = 1; /* deferred */
+  IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
+  post.loc = op->loc;
+  sched_void(&post, OP_TMA_STORE_WAIT, 1, (Value *[]){buf}, 0);
 }
 
 /* smem_load results nothing uses (the dot took the buffer itself). */
@@ -404,8 +422,10 @@ static bool drop_unused_reads(Block *b, PtrMap *uses) {
   return dropped;
 }
 
-bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, Diags *diags, ScheduleResult *out) {
-  Sched s = {f, a, diags, num_warps, axes, f->body.first, out, false};
+bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
+                   ScheduleResult *out) {
+  Sched s = {f, a, diags, roles->compute_warps, axes, f->body.first, out, false, roles, {0}, 0};
+  ptrmap_init(&s.producer_ops, a);
   out->nparams = (int)f->body.nargs;
   out->descs = ARENA_ARRAY(a, DescBox, out->nparams ? out->nparams : 1);
   memset(out->descs, 0, sizeof(DescBox) * (size_t)(out->nparams ? out->nparams : 1));
@@ -423,5 +443,6 @@ bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, D
     count_uses(&f->body, &uses);
     again = drop_unused_reads(&f->body, &uses);
   }
+  sched_split_warps(&s);
   return !s.failed;
 }

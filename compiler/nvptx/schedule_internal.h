@@ -10,11 +10,14 @@ typedef struct Sched {
   Func *f;
   Arena *a;
   Diags *diags;
-  int num_warps;
+  int num_warps; /* warps that compute (roles->compute_warps) */
   const AxisAnalysis *axes;
   Op *alloc_at; /* buffers and mbarriers are allocated before this op */
   ScheduleResult *res;
   bool failed;
+  const WarpRoles *roles;
+  PtrMap producer_ops; /* Op* -> 1: what only the producer warpgroups run */
+  int nsplit_loops;    /* loops whose copies the producers issue */
 } Sched;
 
 void sched_error(Sched *s, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -45,5 +48,11 @@ Op *sched_wgmma_dot(Sched *s, Op *dot, int pending);
  * dots fed by loads; false when nothing in it can be pipelined (the loop
  * is left to the plain path). */
 bool sched_pipeline_loop(Sched *s, Op *loop);
+
+/* schedule_ws.c: with @warp_specialize, whether the producers issue this
+ * pipelined loop's copies (all of them TMA); after every rewrite, the
+ * split of the kernel into its producer and consumer regions. */
+bool sched_loop_is_split(Sched *s, const Op *loop, bool all_tma);
+void sched_split_warps(Sched *s);
 
 #endif

@@ -72,11 +72,15 @@ bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Vari
 }
 
 /* The source with every `@pipeline(...)` removed. */
-char *strip_pipeline(const char *src, size_t *len) {
-  char *out = malloc(strlen(src) + 1), *o = out;
+char *replace_annotation(const char *src, const char *name, const char *with, size_t *len) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "@%s(", name);
+  size_t plen = strlen(pat), wlen = strlen(with), count = 0;
+  for (const char *p = strstr(src, pat); p; p = strstr(p + 1, pat)) count++;
+  char *out = malloc(strlen(src) + count * wlen + 1), *o = out;
   for (const char *p = src; *p;) {
-    if (!strncmp(p, "@pipeline(", 10)) {
-      p += 9; /* at its '(' */
+    if (!strncmp(p, pat, plen)) {
+      p += plen - 1; /* at its '(' */
       for (int depth = 0; *p; p++) {
         depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
         if (!depth) {
@@ -84,6 +88,8 @@ char *strip_pipeline(const char *src, size_t *len) {
           break;
         }
       }
+      memcpy(o, with, wlen);
+      o += wlen;
       continue;
     }
     *o++ = *p++;
@@ -92,6 +98,8 @@ char *strip_pipeline(const char *src, size_t *len) {
   *len = (size_t)(o - out);
   return out;
 }
+
+char *strip_pipeline(const char *src, size_t *len) { return replace_annotation(src, "pipeline", "", len); }
 
 char *variant_read_source(Gpu *g, const char *relpath, size_t *len) {
   char path[4096];

@@ -13,6 +13,12 @@
  * below 1e-2, 3e-2 for fp8: the tensor cores sum fp8 products less
  * exactly, HOPPER-FACTS.md section 2) and, for small shapes, against the
  * interpreter.
+ *
+ * lang/std/gemm_ws.tile (warp-specialized, persistent) runs with grids of
+ * fewer programs than tiles (each program walks several) and of one
+ * program per tile, cooperative consumers over every orientation; with
+ * `unannotated` its C must be bit for bit that of the same source with
+ * @warp_specialize replaced by @warps of its consumer warps.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +43,7 @@
 /* Problems up to this many multiply-adds also run in the interpreter. */
 #define GEMM_INTERP_MAX_MACS (3u << 20)
 
-typedef enum GemmKernel { K_PTR, K_TMA, K_FP8 } GemmKernel;
+typedef enum GemmKernel { K_PTR, K_TMA, K_FP8, K_WS } GemmKernel;
 
 typedef struct GemmCase {
   const char *name;
@@ -47,6 +53,7 @@ typedef struct GemmCase {
   int m, n, k;
   bool a_trans, b_trans;
   const char *extra[12];    /* further NAME, VALUE defines, NULL-terminated */
+  int programs;             /* gemm_ws: the grid (0: min(tiles, SMs)) */
 } GemmCase;
 
 /* A matrix of rows x cols stored row-major with a padded leading dimension. */
@@ -67,24 +74,39 @@ static bool mat_new(Gpu *g, Mat *x, const char *name, const char *elem, int rows
 
 static double mat_get(const Mat *x, int r, int c) { return dbuf_get(&x->buf, (size_t)r * x->ld + c); }
 
-/* Relative error of C against the float64 product; padding must be NaN. */
+/* Relative error of C against the float64 product (a row at a time, in
+ * an order that walks memory forward); padding must be NaN. */
 static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, bool *pad_ok) {
   double worst = 0, ref = 0, scale = gc->kernel == K_FP8 ? FP8_SCALE_A * FP8_SCALE_B : 1;
   *pad_ok = true;
+  double *row = malloc(sizeof(double) * (size_t)(gc->n ? gc->n : 1));
+  double *bt = malloc(sizeof(double) * (size_t)(gc->n ? gc->n : 1) * (size_t)(gc->k ? gc->k : 1));
+  if (!row || !bt) {
+    free(row), free(bt);
+    return INFINITY;
+  }
+  for (int p = 0; p < gc->k; p++) /* B as [k][n] doubles */
+    for (int j = 0; j < gc->n; j++) bt[(size_t)p * gc->n + j] = gc->b_trans ? mat_get(b, j, p) : mat_get(b, p, j);
   for (int i = 0; i < gc->m; i++) {
+    for (int j = 0; j < gc->n; j++) row[j] = 0;
+    for (int p = 0; p < gc->k; p++) {
+      double x = gc->a_trans ? mat_get(a, p, i) : mat_get(a, i, p);
+      const double *br = bt + (size_t)p * gc->n;
+      for (int j = 0; j < gc->n; j++) row[j] += x * br[j];
+    }
     for (int j = 0; j < gc->n; j++) {
-      double s = 0;
-      for (int p = 0; p < gc->k; p++)
-        s += (gc->a_trans ? mat_get(a, p, i) : mat_get(a, i, p)) * (gc->b_trans ? mat_get(b, j, p) : mat_get(b, p, j));
-      s *= scale;
-      double got = mat_get(c, i, j);
-      if (isnan(got)) return INFINITY;
+      double s = row[j] * scale, got = mat_get(c, i, j);
+      if (isnan(got)) {
+        free(row), free(bt);
+        return INFINITY;
+      }
       worst = fmax(worst, fabs(got - s));
       ref = fmax(ref, fabs(s));
     }
     for (int j = gc->n; j < c->ld; j++)
       if (!isnan(mat_get(c, i, j))) *pad_ok = false;
   }
+  free(row), free(bt);
   return ref > 0 ? worst / ref : worst;
 }
 
@@ -137,16 +159,19 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
   return ok;
 }
 
-/* Runs the case's kernel without @pipeline on the same inputs; C must be
- * bit for bit what the annotated kernel wrote. */
-static bool same_without_pipeline(Gpu *g, const char *file, const char *const *defs, tile_arg *ta, int na,
-                                  const uint32_t grid[3], DBuf *c) {
+/* Runs the case's kernel with an annotation replaced (@pipeline removed;
+ * @warp_specialize turned into @warps of the consumers) on the same
+ * inputs; C must be bit for bit what the annotated kernel wrote. */
+static bool same_without(Gpu *g, const char *file, const char *const *defs, const char *ann, const char *with,
+                         tile_arg *ta, int na, const uint32_t grid[3], DBuf *c) {
   size_t len;
-  char *src = variant_read_source(g, file, &len), *bare = src ? strip_pipeline(src, &len) : NULL;
+  char pat[64];
+  snprintf(pat, sizeof pat, "@%s(", ann);
+  char *src = variant_read_source(g, file, &len), *bare = src ? replace_annotation(src, ann, with, &len) : NULL;
   free(src);
   if (!bare) return false;
-  if (strstr(bare, "@pipeline(")) {
-    printf("  @pipeline is still there after stripping\n");
+  if (strstr(bare, pat)) {
+    printf("  %s is still there after replacing it\n", pat);
     free(bare);
     return false;
   }
@@ -160,12 +185,12 @@ static bool same_without_pipeline(Gpu *g, const char *file, const char *const *d
   dbuf_poison(c);
   ok = ok && dbuf_upload(g, c);
   if (ok && (tile_launch(v.kernel, grid, NULL, ta, na) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
-    printf("  launch without @pipeline failed: %s\n", tile_last_error());
+    printf("  launch without @%s failed: %s\n", ann, tile_last_error());
     ok = false;
   }
   ok = ok && dbuf_download(g, c);
   if (ok && memcmp(annotated, c->host, bytes)) {
-    printf("  C differs without @pipeline\n");
+    printf("  C differs without @%s\n", ann);
     ok = false;
   }
   free(annotated);
@@ -173,7 +198,8 @@ static bool same_without_pipeline(Gpu *g, const char *file, const char *const *d
   return ok;
 }
 
-static const char *const kernel_files[] = {"lang/std/gemm.tile", "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile"};
+static const char *const kernel_files[] = {"lang/std/gemm.tile", "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",
+                                           "lang/std/gemm_ws.tile"};
 
 static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   const char *defs[24] = {"T", gc->type, "TC", gc->out};
@@ -230,6 +256,10 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   }
   int64_t bm = ok ? variant_const(&v, "BLOCK_M", 128) : 1, bn = ok ? variant_const(&v, "BLOCK_N", 128) : 1;
   int64_t grid = ((gc->m + bm - 1) / bm) * ((gc->n + bn - 1) / bn);
+  if (gc->kernel == K_WS) {
+    int64_t most = gc->programs ? gc->programs : g->props.sm_count;
+    if (grid > most) grid = most;
+  }
   if (ok && (tile_launch(v.kernel, (uint32_t[3]){(uint32_t)grid, 1, 1}, NULL, ta, na) != TILE_OK ||
              tile_synchronize(g->rt) != TILE_OK)) {
     printf("  launch failed: %s\n", tile_last_error());
@@ -243,8 +273,12 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     if (!(e < tol)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, tol);
     if (!pad_ok) printf("  a store wrote past column n\n");
     ok = e < tol && pad_ok;
+    char warps[32];
+    snprintf(warps, sizeof warps, "@warps(%d)", 4 * (int)variant_const(&v, "CONSUMERS", 2));
+    const char *ann = gc->kernel == K_WS ? "warp_specialize" : "pipeline", *with = gc->kernel == K_WS ? warps : "";
     if (ok && gc->unannotated)
-      ok = same_without_pipeline(g, kernel_files[gc->kernel], defs, ta, na, (uint32_t[3]){(uint32_t)grid, 1, 1}, &c.buf);
+      ok = same_without(g, kernel_files[gc->kernel], defs, ann, with, ta, na, (uint32_t[3]){(uint32_t)grid, 1, 1},
+                        &c.buf);
     if ((unsigned)gc->m * gc->n * gc->k <= GEMM_INTERP_MAX_MACS) {
       double ie;
       bool iok = against_interpreter(&v, &a, &b, &c, fp8 ? scales : NULL, ia, na, grid, &ie);
@@ -264,38 +298,52 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
 #define PTR K_PTR
 #define TMA K_TMA
 #define FP8 K_FP8
+#define WS K_WS
 
 static const GemmCase cases[] = {
     /* pointer loads through cp.async rings: orientations, stages */
-    {"gemm bf16 264x200x136", PTR, true, "bf16", "f32", 264, 200, 136, false, false, {NULL}},
-    {"gemm bf16 A^T", PTR, false, "bf16", "f32", 200, 136, 104, true, false, {NULL}},
-    {"gemm bf16 B^T", PTR, true, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
-    {"gemm f16 A^T B^T", PTR, false, "f16", "f32", 136, 136, 264, true, true, {NULL}},
-    {"gemm bf16 1 stage", PTR, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
-    {"gemm bf16 2 stages", PTR, false, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}},
+    {"gemm bf16 264x200x136", PTR, true, "bf16", "f32", 264, 200, 136, false, false, {NULL}, 0},
+    {"gemm bf16 A^T", PTR, false, "bf16", "f32", 200, 136, 104, true, false, {NULL}, 0},
+    {"gemm bf16 B^T", PTR, true, "bf16", "f32", 136, 264, 200, false, true, {NULL}, 0},
+    {"gemm f16 A^T B^T", PTR, false, "f16", "f32", 136, 136, 264, true, true, {NULL}, 0},
+    {"gemm bf16 1 stage", PTR, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}, 0},
+    {"gemm bf16 2 stages", PTR, false, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}, 0},
     {"gemm bf16 4 stages 128x256", PTR, false, "bf16", "f32", 264, 520, 328, false, false,
-     {"STAGES", "4", "BLOCK_N", "256", NULL}},
-    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, false, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}},
+     {"STAGES", "4", "BLOCK_N", "256", NULL}, 0},
+    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, false, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}, 0},
     /* mma.sync: tiles below 64 rows, fewer than 4 warps */
     {"gemm bf16 mma.sync 32x32", PTR, false, "bf16", "f32", 72, 56, 48, false, false,
-     {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "WARPS", "2", NULL}},
+     {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "WARPS", "2", NULL}, 0},
     {"gemm f16 mma.sync 16x64 B^T", PTR, false, "f16", "f32", 40, 136, 64, false, true,
-     {"BLOCK_M", "16", "BLOCK_N", "64", "BLOCK_K", "32", "WARPS", "4", NULL}},
+     {"BLOCK_M", "16", "BLOCK_N", "64", "BLOCK_K", "32", "WARPS", "4", NULL}, 0},
     /* descriptors: TMA rings and TMA stores, clipped edges */
-    {"gemm_tma bf16 264x200x136", TMA, true, "bf16", "bf16", 264, 200, 136, false, false, {NULL}},
-    {"gemm_tma bf16 A^T", TMA, false, "bf16", "bf16", 200, 136, 104, true, false, {NULL}},
-    {"gemm_tma bf16 B^T", TMA, false, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
-    {"gemm_tma f16 A^T B^T", TMA, true, "f16", "f16", 136, 136, 264, true, true, {NULL}},
-    {"gemm_tma bf16 1 stage", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
-    {"gemm_tma bf16 2 stages", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}},
+    {"gemm_tma bf16 264x200x136", TMA, true, "bf16", "bf16", 264, 200, 136, false, false, {NULL}, 0},
+    {"gemm_tma bf16 A^T", TMA, false, "bf16", "bf16", 200, 136, 104, true, false, {NULL}, 0},
+    {"gemm_tma bf16 B^T", TMA, false, "bf16", "f32", 136, 264, 200, false, true, {NULL}, 0},
+    {"gemm_tma f16 A^T B^T", TMA, true, "f16", "f16", 136, 136, 264, true, true, {NULL}, 0},
+    {"gemm_tma bf16 1 stage", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}, 0},
+    {"gemm_tma bf16 2 stages", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}, 0},
     {"gemm_tma bf16 3 stages 128x256", TMA, false, "bf16", "bf16", 264, 520, 328, false, false,
-     {"STAGES", "3", "BLOCK_N", "256", NULL}},
-    {"gemm_tma bf16 k 40", TMA, false, "bf16", "bf16", 136, 72, 40, false, false, {NULL}},
+     {"STAGES", "3", "BLOCK_N", "256", NULL}, 0},
+    {"gemm_tma bf16 k 40", TMA, false, "bf16", "bf16", 136, 72, 40, false, false, {NULL}, 0},
     /* fp8: A [m, k] and B^T [n, k], both K-major */
-    {"gemm_fp8 e4m3 264x200x144", FP8, true, "f8e4m3", "bf16", 264, 200, 144, false, true, {NULL}},
+    {"gemm_fp8 e4m3 264x200x144", FP8, true, "f8e4m3", "bf16", 264, 200, 144, false, true, {NULL}, 0},
     {"gemm_fp8 e5m2 f32 out 2 stages", FP8, false, "f8e5m2", "f32", 200, 264, 400, false, true,
-     {"STAGES", "2", "BLOCK_N", "128", NULL}},
-    {"gemm_fp8 e4m3 k 4096", FP8, false, "f8e4m3", "bf16", 136, 264, 4096, false, true, {NULL}},
+     {"STAGES", "2", "BLOCK_N", "128", NULL}, 0},
+    {"gemm_fp8 e4m3 k 4096", FP8, false, "f8e4m3", "bf16", 136, 264, 4096, false, true, {NULL}, 0},
+    /* warp-specialized persistent: 1 producer + CONSUMERS warpgroups */
+    {"gemm_ws bf16 264x520x328 (6 tiles)", WS, true, "bf16", "bf16", 264, 520, 328, false, false, {NULL}, 0},
+    {"gemm_ws bf16 A^T 3 programs, 20 tiles", WS, true, "bf16", "bf16", 600, 904, 200, true, false, {NULL}, 3},
+    {"gemm_ws bf16 B^T f32 out 7 programs", WS, false, "bf16", "f32", 520, 600, 264, false, true,
+     {"BLOCK_N", "128", NULL}, 7},
+    {"gemm_ws f16 A^T B^T", WS, false, "f16", "f16", 264, 264, 200, true, true, {NULL}, 2},
+    {"gemm_ws bf16 128x128 4 stages", WS, true, "bf16", "bf16", 392, 264, 520, false, false,
+     {"BLOCK_N", "128", "STAGES", "4", NULL}, 5},
+    {"gemm_ws bf16 1 consumer 5 stages", WS, true, "bf16", "bf16", 264, 392, 328, false, true,
+     {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}, 4},
+    {"gemm_ws bf16 k 40", WS, false, "bf16", "bf16", 136, 520, 40, false, false, {NULL}, 2},
+    {"gemm_ws bf16 2176x2304x256 (153 tiles on all SMs)", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
+     {NULL}, 0},
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only) {

@@ -174,9 +174,11 @@ static tc_arg tmat_arg(const TMat *t) {
 
 static double tmat_get(const TMat *t, int r, int c) { return hbuf_get(&t->b, (size_t)r * t->ld + c); }
 
-/* C = scale * A @ B from matrices stored as the kernels take them. */
-static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
-                           bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
+/* C = scale * A @ B from matrices stored as the kernels take them, on a
+ * grid of one program per tile or (programs > 0, the persistent gemm_ws)
+ * that many programs. */
+static void check_tma_gemm_on(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
+                              bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed, int64_t programs) {
   bool fp8 = strstr(file, "fp8") != NULL;
   const char *defs[12] = {"T", type, "TC", out};
   int nd = 4;
@@ -200,8 +202,9 @@ static void check_tma_gemm(const char *file, const char *type, const char *out, 
   if (fp8) args[na++] = (tc_arg){.p = sa.data}, args[na++] = (tc_arg){.p = sb.data};
   args[na++] = (tc_arg){.i = m}, args[na++] = (tc_arg){.i = n}, args[na++] = (tc_arg){.i = k};
   const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &sa, &sb};
-  int64_t bm = 128, bn = fp8 ? 256 : 128;
-  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, na, bufs, fp8 ? 5 : 3);
+  int64_t bm = 128, bn = fp8 || strstr(file, "gemm_ws") ? 256 : 128;
+  int64_t grid = programs ? programs : cdiv(m, bm) * cdiv(n, bn);
+  harness_run(c, (int64_t[3]){grid, 1, 1}, args, na, bufs, fp8 ? 5 : 3);
   double worst = 0, ref = 0;
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < n; j++) {
@@ -218,6 +221,11 @@ static void check_tma_gemm(const char *file, const char *type, const char *out, 
   cr_expect(worst / ref < tol, "%s %s %dx%dx%d: rel error %g", file, type, m, n, k, worst / ref);
   hbuf_free(&a.b), hbuf_free(&b.b), hbuf_free(&cm.b), hbuf_free(&sa), hbuf_free(&sb);
   tc_free(c);
+}
+
+static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
+                           bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
+  check_tma_gemm_on(file, type, out, m, n, k, a_trans, b_trans, scale_a, scale_b, tol, seed, 0);
 }
 
 Test(std_gemm_tma, bf16_ragged) {
@@ -238,6 +246,17 @@ Test(std_gemm_fp8, e5m2_f32_out) {
 }
 Test(std_gemm_fp8, e4m3_one_tile) {
   check_tma_gemm("lang/std/gemm_fp8.tile", "f8e4m3", "bf16", 128, 256, 128, false, true, 1, 1, BF16_TOL, 36);
+}
+
+/* gemm_ws: each program walks tiles program_id(0), + num_programs(0), ... */
+Test(std_gemm_ws, bf16_one_program_many_tiles) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 264, 520, 72, false, false, 1, 1, BF16_TOL, 37, 1);
+}
+Test(std_gemm_ws, f16_transposed_a_and_b_f32_out) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 38, 2);
+}
+Test(std_gemm_ws, bf16_more_programs_than_tiles) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 72, 136, 64, false, true, 1, 1, BF16_TOL, 39, 3);
 }
 
 /* ---- flash attention ---- */

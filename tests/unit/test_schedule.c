@@ -20,8 +20,7 @@
  *     bytes, the buffers and the knobs;
  *   - ir_verify_lowered rejects malformed GPU operations (each next to a
  *     well-formed twin that it accepts), and ir_verify_func rejects any
- *     GPU operation. One test, marked KNOWN VERIFIER GAP, fails today: a
- *     wgmma result read before its wgmma_wait is accepted.
+ *     GPU operation, and a wgmma result read before its wgmma_wait.
  * Built only where the back end (LLVM) is (tests/meson.build).
  */
 #include <criterion/criterion.h>
@@ -394,6 +393,8 @@ static const KernelSpec plan_cases[] = {
     {"lang/std/gemm_tma.tile", {"A_TRANS", "true", "B_TRANS", "true", NULL}},
     {"lang/std/flash_attention.tile", {NULL}},
     {"lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
+    {"lang/std/gemm_ws.tile", {NULL}},
+    {"lang/std/gemm_ws.tile", {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}},
 };
 
 Test(smem_plan, buffers_are_aligned_ordered_and_disjoint_while_live) {
@@ -673,10 +674,10 @@ Test(verify_lowered, buffers_only_go_to_gpu_operations) {
   expect_rejected(build_buffer_result, "a shared-memory buffer can only be the result of a GPU operation");
 }
 
-/* KNOWN VERIFIER GAP (fails today): ir.h says a wgmma's result "may only
- * feed another wgmma's acc or a wgmma_wait" (the product is still being
- * written asynchronously), but ir_verify_lowered accepts any use, so a
- * schedule that forgets the wait verifies and reads garbage on the GPU. */
+/* ir.h says a wgmma's result "may only feed another wgmma's acc or a
+ * wgmma_wait" (the product is still being written asynchronously): a
+ * schedule that forgets the wait would read garbage on the GPU, so the
+ * verifier rejects it. */
 static void build_unwaited_wgmma(Kit *k, bool good) {
   Value *a = kit_smem(k, SK_BF16, 2, (int32_t[]){64, 16}, 32, false);
   Value *b = kit_smem(k, SK_BF16, 2, (int32_t[]){16, 64}, 128, false);
