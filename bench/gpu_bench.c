@@ -634,7 +634,9 @@ static bool do_tile_gemm(void *ctx) {
 }
 
 /* One variant of lang/std/gemm.tile (tma: gemm_tma.tile) with bf16 C:
- * compiled, checked and timed on the problem. */
+ * compiled, checked and timed on the problem. warps < 0: gemm_tma.tile
+ * with its @warps replaced by @warp_specialize(1, -warps / 4), one tile
+ * per program (the warp specialization without the persistent loop). */
 static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, int stages, int warps) {
   char dm[16], dn[16], dk[16], ds[16], dw[16], label[64];
   snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(dk, sizeof dk, "%d", bk);
@@ -645,7 +647,22 @@ static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, in
            stages, warps);
   TileGemm k;
   memset(&k, 0, sizeof k);
-  if (!variant_build(p->g, tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile", defs, &k.v)) return;
+  const char *file = tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile";
+  if (warps < 0) {
+    snprintf(label, sizeof label, "tile TMA %dx%dx%d %d stages 1+%d wg (gemm_tma split)", bm, bn, bk, stages, -warps / 4);
+    size_t len;
+    char *src = variant_read_source(p->g, file, &len), with[48];
+    snprintf(with, sizeof with, "@warp_specialize(1, %d)", -warps / 4);
+    char *ws = src ? replace_annotation(src, "warps", with, &len) : NULL;
+    defs[12] = NULL; /* no WARPS */
+    tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+    bool ok = ws && variant_build_text(p->g, file, ws, len, defs, &go, &k.v);
+    free(src);
+    free(ws);
+    if (!ok) return;
+  } else if (!variant_build(p->g, file, defs, &k.v)) {
+    return;
+  }
   if (tma) {
     k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
     k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
@@ -733,7 +750,7 @@ static void bench_gemm_kernels(GemmProblem *p) {
   } variants[] = {
       {false, 128, 128, 64, 3, 8}, {false, 128, 128, 64, 4, 8}, {false, 128, 256, 64, 3, 8},
       {false, 128, 256, 64, 4, 8}, {true, 128, 128, 64, 4, 8},  {true, 128, 256, 64, 3, 8},
-      {true, 128, 256, 64, 4, 8},
+      {true, 128, 256, 64, 4, 8},  {true, 128, 256, 64, 4, -8},
   };
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
     bench_tile_gemm(p, variants[i].tma, variants[i].bm, variants[i].bn, variants[i].bk, variants[i].stages,
@@ -742,8 +759,8 @@ static void bench_gemm_kernels(GemmProblem *p) {
     int bm, bn, bk, stages, consumers;
     bool persistent;
   } ws[] = {
-      {128, 256, 64, 3, 2, false}, {128, 256, 64, 3, 2, true}, {128, 256, 32, 6, 2, true},
-      {128, 256, 32, 5, 2, true},  {128, 128, 64, 4, 2, true}, {128, 128, 64, 6, 2, true},
+      {128, 256, 64, 4, 2, false}, {128, 256, 64, 4, 2, true}, {128, 256, 64, 3, 2, true},
+      {128, 128, 64, 4, 2, true},  {128, 128, 64, 5, 1, true},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent);

@@ -112,7 +112,7 @@
   /* GPU operations of the lowered IR (see nvptx/schedule.c) */       \
   X(SMEM_ALLOC,   "smem_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,swizzle,ring") \
   X(SMEM_INDEX,   "smem_index",    2,  1, 0, OPF_GPU | OPF_PURE, "")  \
-  X(SMEM_STORE,   "smem_store",    2,  0, 0, OPF_GPU | OPF_WRITE, "") \
+  X(SMEM_STORE,   "smem_store",    2,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "column") \
   X(SMEM_LOAD,    "smem_load",     1,  1, 0, OPF_GPU | OPF_READ, "")  \
   X(MBAR_ALLOC,   "mbar_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,count,first_parity")  \
   X(MBAR_EXPECT,  "mbar_expect",   2,  0, 0, OPF_GPU | OPF_WRITE, "bytes") \

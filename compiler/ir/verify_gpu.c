@@ -74,10 +74,28 @@ static void check_index(Verifier *v, const Op *op) {
   if (!type_eq(r, want)) report(v, op, "result must be %s, got %s", tt(want).s, tt(r).s);
 }
 
+/* smem_store may write columns [column, column + w) of a tile wider than
+ * the buffer (w, its last dimension): the other dimensions equal. */
+static bool is_column_part(TType val, TType b, int64_t column) {
+  int last = b.rank - 1, w = b.shape[last];
+  if (val.rank != b.rank || val.kind != b.pointee || val.shape[last] <= w) return false;
+  for (int i = 0; i < last; i++)
+    if (val.shape[i] != b.shape[i]) return false;
+  return column >= 0 && column % w == 0 && column + w <= val.shape[last];
+}
+
 static void check_store_load(Verifier *v, const Op *op) {
   TType b = opt(op, 0);
   if (!expect(v, op, is_smem(b), "operand 0 must be a shared buffer")) return;
   TType val = op->kind == OP_SMEM_STORE ? opt(op, 1) : op->results[0].type;
+  if (op->kind == OP_SMEM_STORE && !type_eq(val, held(b))) {
+    if (!is_column_part(val, b, op->attr[0]))
+      report(v, op, "the tile must be %s, or a wider one whose columns [column, column + %d) it takes; got %s "
+                    "(column %lld)",
+             tt(held(b)).s, b.shape[b.rank - 1], tt(val).s, (long long)op->attr[0]);
+    return;
+  }
+  if (op->kind == OP_SMEM_STORE && op->attr[0]) report(v, op, "column %lld of a tile as wide as the buffer", (long long)op->attr[0]);
   if (!type_eq(val, held(b))) report(v, op, "the tile must be %s, got %s", tt(held(b)).s, tt(val).s);
 }
 

@@ -371,6 +371,44 @@ static Op *enclosing_loop(const Op *op) {
   return NULL;
 }
 
+/* A store_block in a loop of a tile wider than 2 boxes goes out box
+ * column by box column through a ring of 2 box-wide slots: before a slot
+ * is written, all stores but the newest have read theirs (the columns
+ * are a power of two of boxes, so the slot's last store is the one before
+ * the newest). The epilogue of a persistent kernel then takes 2 boxes of
+ * shared memory instead of the whole tile, which leaves room for another
+ * stage of the ring. */
+#define STORE_PART_SLOTS 2
+
+static void store_in_parts(Sched *s, Op *op, Op *loop, const DescBox *db) {
+  Value *v = op->operands[1];
+  TType t = v->type;
+  int width = db->box[1], parts = t.shape[1] / width;
+  int32_t shape[3] = {STORE_PART_SLOTS, t.shape[0], width};
+  Value *ring = sched_alloc_smem(s, op->loc, (ScalarKind)t.kind, 3, shape, db->swizzle);
+  ring->def->attr[2] = 1;
+  IrBuilder b = irb_before(s->a, op);
+  Value *coords[2];
+  block_coords(&b, op, 2, coords);
+  for (int j = 0; j < parts; j++) {
+    Value *slot = irb_const_int(&b, SK_I32, j % STORE_PART_SLOTS);
+    Value *view = irb_value(&b, OP_SMEM_INDEX, 2, (Value *[]){ring, slot},
+                            type_smem((ScalarKind)t.kind, 2, (int32_t[]){t.shape[0], width}));
+    sched_void(&b, OP_TMA_STORE_WAIT, 1, (Value *[]){ring}, STORE_PART_SLOTS - 1);
+    sched_barrier(&b);
+    sched_void(&b, OP_SMEM_STORE, 2, (Value *[]){view, v}, (int64_t)j * width);
+    sched_void(&b, OP_FENCE_ASYNC, 0, NULL, 0);
+    sched_barrier(&b);
+    Value *col = j ? irb_binary(&b, OP_ADD, coords[1], irb_const_int(&b, SK_I32, (int64_t)j * width)) : coords[1];
+    Op *st = irb_op(&b, OP_TMA_STORE, 4, (Value *[]){op->operands[0], view, coords[0], col}, NULL);
+    st->attr[0] = 1; /* deferred */
+  }
+  ir_unlink(op);
+  IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
+  post.loc = op->loc;
+  sched_void(&post, OP_TMA_STORE_WAIT, 1, (Value *[]){ring}, 0);
+}
+
 /* registers -> buffer -> TMA store. In a loop (a persistent kernel's
  * tiles) the store is not waited for where it is issued: the next
  * iteration waits before it writes the buffer again, and after the loop
@@ -381,11 +419,16 @@ static void visit_block_store(Sched *s, Op *op) {
   if (!db) return;
   Value *v = op->operands[1];
   TType t = v->type;
+  Op *in_loop = enclosing_loop(op);
+  if (in_loop && t.rank == 2 && db->swizzle && t.shape[1] > STORE_PART_SLOTS * db->box[1] && db->box[0] == t.shape[0]) {
+    store_in_parts(s, op, in_loop, db);
+    return;
+  }
   Value *buf = sched_alloc_smem(s, op->loc, (ScalarKind)t.kind, t.rank, t.shape, db->swizzle);
   IrBuilder b = irb_before(s->a, op);
   Value *ops[2 + TILE_MAX_RANK] = {op->operands[0], buf};
   block_coords(&b, op, 2, ops + 2);
-  Op *loop = enclosing_loop(op);
+  Op *loop = in_loop;
   if (loop) sched_void(&b, OP_TMA_STORE_WAIT, 1, (Value *[]){buf}, 0);
   sched_barrier(&b);
   sched_void(&b, OP_SMEM_STORE, 2, (Value *[]){buf, v}, 0);

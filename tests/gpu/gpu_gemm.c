@@ -342,6 +342,8 @@ static const GemmCase cases[] = {
     {"gemm_ws bf16 1 consumer 5 stages", WS, true, "bf16", "bf16", 264, 392, 328, false, true,
      {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}, 4},
     {"gemm_ws bf16 k 40", WS, false, "bf16", "bf16", 136, 520, 40, false, false, {NULL}, 2},
+    {"gemm_ws bf16 3 stages", WS, true, "bf16", "bf16", 264, 520, 200, false, false, {"STAGES", "3", NULL}, 3},
+    {"gemm_ws bf16 f32 out 128x256 (8 store pieces)", WS, false, "bf16", "f32", 392, 776, 136, true, false, {NULL}, 5},
     {"gemm_ws bf16 2176x2304x256 (153 tiles on all SMs)", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
      {NULL}, 0},
 };

@@ -620,6 +620,28 @@ Test(verify_lowered, tma_load_takes_one_coordinate_per_dimension) {
   expect_rejected(build_tma_load, "tma_load: expected 2 coordinates, got 1");
 }
 
+/* A store of columns [column, column + 16) of an f32[64, 64] tile into a
+ * [64, 16] buffer: column must be a multiple of the buffer's width. */
+static void build_part_store(Kit *k, bool good) {
+  Value *buf = kit_smem(k, SK_F32, 2, (int32_t[]){64, 16}, 64, false);
+  Op *st = irb_op(&k->b, OP_SMEM_STORE, 2, (Value *[]){buf, kit_zeros(k, type_tile(SK_F32, 2, (int32_t[]){64, 64}))},
+                  NULL);
+  st->attr[0] = good ? 48 : 40;
+}
+
+/* ring_next takes the mbarriers of the ring and an i32 advance. */
+static void build_ring_next(Kit *k, bool good) {
+  Value *bars = kit_mbar(k, 4);
+  Value *adv = good ? kit_i32(k, 1) : kit_zeros(k, type_scalar(SK_I64));
+  irb_value(&k->b, OP_RING_NEXT, 2, (Value *[]){bars, adv}, type_scalar(SK_I32));
+}
+
+Test(verify_lowered, part_stores_and_ring_positions) {
+  expect_rejected(build_part_store, "smem_store: the tile must be f32[64, 16], or a wider one whose columns [column, "
+                                    "column + 16) it takes; got f32[64, 64] (column 40)");
+  expect_rejected(build_ring_next, "ring_next: the advance must be an i32 scalar");
+}
+
 /* PTX ISA: an mbarrier's transaction count holds at most 2^20 - 1 bytes. */
 #define MBAR_TX_LIMIT ((1 << 20) - 1)
 

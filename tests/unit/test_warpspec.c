@@ -87,12 +87,14 @@ Test(warpspec, gemm_ws_splits_into_a_tma_producer_and_computing_consumers) {
   cr_expect(strstr(s.producer, "warp_split {producers = 1, consumers = 2, producer_registers = 40, "
                                "consumer_registers = 232}"),
             "%s", s.producer);
-  /* Rings: 3 stages of A [128, 64] and B [64, 256]; full barriers take
-   * the producer's one arrival, empty ones one per consumer warpgroup. */
-  cr_expect(strstr(s.all, "ring = 1} : smem<bf16>[3, 128, 64]") && strstr(s.all, "ring = 1} : smem<bf16>[3, 64, 256]"),
+  /* Rings: 4 stages of A [128, 64] and B [64, 256]; full barriers take
+   * the producer's one arrival, empty ones one per consumer warpgroup;
+   * the epilogue's two 64-column slots. */
+  cr_expect(strstr(s.all, "ring = 1} : smem<bf16>[4, 128, 64]") && strstr(s.all, "ring = 1} : smem<bf16>[4, 64, 256]"),
             "%s", s.all);
-  cr_expect(strstr(s.all, "mbar_alloc {count = 1} : mbar[3]"), "%s", s.all);
-  cr_expect(strstr(s.all, "count = 2, first_parity = 1} : mbar[3]"), "%s", s.all);
+  cr_expect(strstr(s.all, "ring = 1} : smem<bf16>[2, 128, 64]"), "%s", s.all);
+  cr_expect(strstr(s.all, "mbar_alloc {count = 1} : mbar[4]"), "%s", s.all);
+  cr_expect(strstr(s.all, "count = 2, first_parity = 1} : mbar[4]"), "%s", s.all);
   /* Producer: the tile loop and the k loop, without loop-carried values;
    * per iteration a position, a wait for a free slot (the parity given),
    * the bytes of both tiles (128x64 + 64x256 bf16) and the copies. */
@@ -113,8 +115,13 @@ Test(warpspec, gemm_ws_splits_into_a_tma_producer_and_computing_consumers) {
   cr_expect_eq(harness_count(s.consumer, "mbar_expect"), 0, "%s", s.consumer);
   cr_expect_eq(harness_count(s.consumer, "elected"), 0, "%s", s.consumer);
   IN_ORDER(s.consumer, "consumer", "for %", "iter(", "ring_next", "mbar_wait %", "= wgmma %", "{pending = 1}",
-           "mbar_arrive", "yield", "wgmma_wait", "ring_next", "mbar_arrive", "tma_store_wait", "barrier", "smem_store",
-           "fence_async", "barrier", "tma_store", "{deferred = 1}", "yield", "tma_store_wait", "yield");
+           "mbar_arrive", "yield", "wgmma_wait", "ring_next", "mbar_arrive", "tma_store_wait", "{pending = 1}", "barrier",
+           "smem_store", "fence_async", "barrier", "tma_store", "{deferred = 1}", "{column = 64}", "{column = 128}",
+           "{column = 192}", "tma_store %", "{deferred = 1}", "yield", "tma_store_wait", "yield");
+  /* C leaves in four 64-column pieces, each waiting for the piece two
+   * before it (its slot) to be read */
+  cr_expect_eq(harness_count(s.consumer, "tma_store %"), 4, "%s", s.consumer);
+  cr_expect_eq(harness_count(s.consumer, "tma_store_wait %"), 5, "%s", s.consumer);
   /* The allocations stay before the split (initialized by all warps). */
   const char *first_split = strstr(s.all, "warp_split");
   const char *last_alloc = strstr(s.all, "mbar_alloc {offset");
