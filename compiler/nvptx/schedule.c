@@ -60,22 +60,32 @@ void sched_error(Sched *s, const Op *op, const char *fmt, ...) {
   s->failed = true;
 }
 
+/* Allocations go to the top of the kernel, in the order they are made
+ * (after the last one; the ops around may have been rewritten since). */
+static IrBuilder alloc_point(Sched *s) {
+  Block *body = &s->f->body;
+  Op *next = s->last_alloc ? s->last_alloc->next : body->first;
+  return next ? irb_before(s->a, next) : irb_at_end(s->a, body);
+}
+
 Value *sched_alloc_smem(Sched *s, SrcLoc loc, ScalarKind elem, int rank, const int32_t *shape, int swizzle) {
-  IrBuilder b = irb_before(s->a, s->alloc_at);
+  IrBuilder b = alloc_point(s);
   b.loc = loc;
   TType t = type_smem(elem, rank, shape);
   Op *op = irb_op(&b, OP_SMEM_ALLOC, 0, NULL, &t);
   op->attr[1] = swizzle;
+  s->last_alloc = op;
   return &op->results[0];
 }
 
 Value *sched_alloc_mbar(Sched *s, SrcLoc loc, int n, int count, int first_parity) {
-  IrBuilder b = irb_before(s->a, s->alloc_at);
+  IrBuilder b = alloc_point(s);
   b.loc = loc;
   TType t = type_mbar(n);
   Op *op = irb_op(&b, OP_MBAR_ALLOC, 0, NULL, &t);
   op->attr[1] = count;
   op->attr[2] = first_parity;
+  s->last_alloc = op;
   return &op->results[0];
 }
 
@@ -467,12 +477,12 @@ static bool drop_unused_reads(Block *b, PtrMap *uses) {
 
 bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
                    ScheduleResult *out) {
-  Sched s = {f, a, diags, roles->compute_warps, axes, f->body.first, out, false, roles, {0}, 0};
+  Sched s = {f, a, diags, roles->compute_warps, axes, NULL, out, false, roles, {0}, 0};
   ptrmap_init(&s.producer_ops, a);
   out->nparams = (int)f->body.nargs;
   out->descs = ARENA_ARRAY(a, DescBox, out->nparams ? out->nparams : 1);
   memset(out->descs, 0, sizeof(DescBox) * (size_t)(out->nparams ? out->nparams : 1));
-  if (!s.alloc_at) return true;
+  if (!f->body.first) return true;
   plan_descs(&s);
   if (!s.failed) visit_kind(&s, &f->body, OP_FOR, visit_pipeline);
   if (!s.failed) visit_kind(&s, &f->body, OP_DOT, visit_dot);

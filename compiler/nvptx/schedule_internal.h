@@ -12,7 +12,7 @@ typedef struct Sched {
   Diags *diags;
   int num_warps; /* warps that compute (roles->compute_warps) */
   const AxisAnalysis *axes;
-  Op *alloc_at; /* buffers and mbarriers are allocated before this op */
+  Op *last_alloc; /* buffers and mbarriers are allocated after this op (NULL: at the top) */
   ScheduleResult *res;
   bool failed;
   const WarpRoles *roles;
