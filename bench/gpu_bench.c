@@ -766,6 +766,85 @@ static void bench_gemm_kernels(GemmProblem *p) {
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent);
 }
 
+/* ---- GEMM + bias + activation: fused against cuBLAS and a kernel ---- */
+
+/* The activation both sides apply (gelu, tanh form). */
+#define FUSED_ACT "3"
+
+typedef struct FusedAnchor {
+  GemmProblem *p;
+  Variant ew; /* tests/kernels/bias_act.tile */
+  uint64_t c, bias;
+  tile_arg args[5];
+  uint32_t grid[3];
+} FusedAnchor;
+
+static bool do_cublas_then_bias_act(void *ctx) {
+  FusedAnchor *f = ctx;
+  CublasCall call = {f->p, GEMM_BF16, false, false, false, f->c};
+  return do_cublas(&call) && tile_launch(f->ew.kernel, f->grid, NULL, f->args, 5) == TILE_OK;
+}
+
+/* gemm_ws_bias_act (persistent) against cuBLAS's GEMM followed by
+ * bias_act on its C, both C = gelu(A @ B + bias) in bf16; the fused C is
+ * checked against the anchor's on the sampled rows (the anchor rounds the
+ * product to bf16 before the epilogue, so they differ by about that). */
+static void bench_fused_epilogue(GemmProblem *p) {
+  Gpu *g = p->g;
+  size_t n = (size_t)p->n;
+  FusedAnchor f;
+  memset(&f, 0, sizeof f);
+  f.p = p;
+  DBuf bias = {0};
+  Rng r = {n * 7 + 1};
+  bool ok = dbuf_alloc(g, &bias, "bias", "f32", n) && dev_alloc(g, &f.c, (size_t)p->m * n * 2);
+  if (ok) {
+    dbuf_fill(&bias, &r, -1, 1);
+    ok = dbuf_upload(g, &bias);
+    f.bias = bias.dev;
+  }
+  const char *ew_defs[] = {"T", "bf16", "ACT", FUSED_ACT, NULL};
+  ok = ok && variant_build(g, "tests/kernels/bias_act.tile", ew_defs, &f.ew);
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  const char *defs[] = {"T", "bf16", "TC", "bf16", "ACT", FUSED_ACT, NULL};
+  ok = ok && variant_build_kernel(g, "lang/std/gemm_ws.tile", "gemm_ws_bias_act", defs, &k.v);
+  double anchor_ms = -1, ms = -1;
+  if (ok) {
+    int64_t block = variant_const(&f.ew, "BLOCK", 2048);
+    f.args[0] = tile_arg_ptr(f.c), f.args[1] = tile_arg_ptr(f.bias), f.args[2] = tile_arg_i32(p->m);
+    f.args[3] = tile_arg_i32(p->n), f.args[4] = tile_arg_i32(p->n);
+    f.grid[0] = (uint32_t)((p->n + block - 1) / block), f.grid[1] = (uint32_t)p->m, f.grid[2] = 1;
+    anchor_ms = time_ms(g, do_cublas_then_bias_act, &f);
+    k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+    k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
+    k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
+    for (int i = 0; i < 3; i++) k.args[k.nargs++] = tile_arg_tensor(&k.t[i]);
+    k.args[k.nargs++] = tile_arg_ptr(f.bias);
+    k.args[k.nargs++] = tile_arg_i32(p->m);
+    k.args[k.nargs++] = tile_arg_i32(p->n);
+    k.args[k.nargs++] = tile_arg_i32(p->k);
+    uint32_t tiles = (uint32_t)(((p->m + 127) / 128) * ((p->n + 255) / 256)), sms = (uint32_t)g->props.sm_count;
+    k.grid[0] = tiles < sms ? tiles : sms, k.grid[1] = k.grid[2] = 1;
+    ms = time_ms(g, do_tile_gemm, &k);
+  }
+  char name[ROW_NAME_BYTES];
+  snprintf(name, sizeof name, "gemm bf16 %s + bias + gelu: fused gemm_ws_bias_act / cuBLAS + bias_act", p->label);
+  if (ms > 0 && anchor_ms > 0) {
+    add_row(name, gemm_tflops(ms, p), gemm_tflops(anchor_ms, p), "TFLOP/s");
+    double err = gemm_error(p, p->c, false, f.c, NULL, p->rows, GEMM_CHECK_ROWS);
+    printf("  check: relative error %.2e against cuBLAS + bias_act on %d rows: %s\n", err, GEMM_CHECK_ROWS,
+           gemm_error_ok(err) ? "ok" : "WRONG");
+  } else {
+    printf("%-44s failed\n", name);
+  }
+  gemm_poison(p, p->c, true);
+  variant_free(&k.v);
+  variant_free(&f.ew);
+  dbuf_free(g, &bias);
+  if (f.c) tile_mem_free(g->rt, f.c);
+}
+
 static void bench_gemm(Gpu *g) {
   static const GemmShape shapes[] = {{8192, 8192, 8192, true}, {4096, 4096, 4096, false}, {16384, 2048, 8192, false}};
   CublasAnchor *cublas;
@@ -780,7 +859,10 @@ static void bench_gemm(Gpu *g) {
   for (size_t i = 0; tables && i < sizeof shapes / sizeof shapes[0]; i++) {
     GemmProblem p;
     if (gemm_problem_init(&p, g, cublas, tables, &shapes[i])) {
-      if (gemm_anchor_bf16(&p)) bench_gemm_kernels(&p);
+      if (gemm_anchor_bf16(&p)) {
+        bench_gemm_kernels(&p);
+        if (shapes[i].fp8) bench_fused_epilogue(&p); /* the first shape, 8192^3 */
+      }
       if (p.fp8 && gemm_anchor_fp8(&p)) {
         bench_tile_gemm_fp8(&p, 128, 256, 128, 4);
         bench_tile_gemm_fp8(&p, 128, 256, 128, 3);

@@ -122,13 +122,13 @@ bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines,
   return ok;
 }
 
-bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
-                        const tc_codegen_options *go, Variant *v) {
+static bool build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
+                       const char *const *defines, const tc_codegen_options *go, Variant *v) {
   memset(v, 0, sizeof *v);
   tc_define defs[32];
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
-  tc_options opt = {NULL, defs, n, false, false};
+  tc_options opt = {kernel, defs, n, false, false};
   double t0 = now_ms();
   v->comp = tc_compile(relpath, src, len, &opt);
   bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, go);
@@ -145,6 +145,24 @@ bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len
     return false;
   }
   return true;
+}
+
+bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
+                        const tc_codegen_options *go, Variant *v) {
+  return build_text(g, relpath, src, len, NULL, defines, go, v);
+}
+
+bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v) {
+  size_t len;
+  char *src = variant_read_source(g, relpath, &len);
+  if (!src) {
+    memset(v, 0, sizeof *v);
+    return false;
+  }
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+  bool ok = build_text(g, relpath, src, len, kernel, defines, &go, v);
+  free(src);
+  return ok;
 }
 
 void variant_free(Variant *v) {

@@ -19,6 +19,8 @@
  * program per tile, cooperative consumers over every orientation; with
  * `unannotated` its C must be bit for bit that of the same source with
  * @warp_specialize replaced by @warps of its consumer warps.
+ * gemm_ws_bias_act (the fused epilogue act(A @ B + bias)) is checked
+ * against act(float64 product + bias) for each activation.
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 
 #include "gpu_common.h"
 #include "ir/types.h"
+#include "../support/act_ref.h"
 
 /* Error bounds for bf16/f16 and fp8 inputs with f32 accumulation. */
 #define GEMM_TOL 1e-2
@@ -43,7 +46,7 @@
 /* Problems up to this many multiply-adds also run in the interpreter. */
 #define GEMM_INTERP_MAX_MACS (3u << 20)
 
-typedef enum GemmKernel { K_PTR, K_TMA, K_FP8, K_WS } GemmKernel;
+typedef enum GemmKernel { K_PTR, K_TMA, K_FP8, K_WS, K_WS_BIAS } GemmKernel;
 
 typedef struct GemmCase {
   const char *name;
@@ -75,8 +78,10 @@ static bool mat_new(Gpu *g, Mat *x, const char *name, const char *elem, int rows
 static double mat_get(const Mat *x, int r, int c) { return dbuf_get(&x->buf, (size_t)r * x->ld + c); }
 
 /* Relative error of C against the float64 product (a row at a time, in
- * an order that walks memory forward); padding must be NaN. */
-static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, bool *pad_ok) {
+ * an order that walks memory forward), plus bias and activation when
+ * `bias` is given; padding must be NaN. */
+static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, const DBuf *bias, int act,
+                      bool *pad_ok) {
   double worst = 0, ref = 0, scale = gc->kernel == K_FP8 ? FP8_SCALE_A * FP8_SCALE_B : 1;
   *pad_ok = true;
   double *row = malloc(sizeof(double) * (size_t)(gc->n ? gc->n : 1));
@@ -96,6 +101,7 @@ static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *
     }
     for (int j = 0; j < gc->n; j++) {
       double s = row[j] * scale, got = mat_get(c, i, j);
+      if (bias) s = act_ref(s + dbuf_get(bias, (size_t)j), act);
       if (isnan(got)) {
         free(row), free(bt);
         return INFINITY;
@@ -129,8 +135,8 @@ static void put_int(tc_arg *ia, tile_arg *ta, int v) {
 }
 
 /* The interpreter on copies of the inputs; C's error against the GPU's. */
-static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, const DBuf *scales,
-                                tc_arg *iargs, int nargs, int64_t grid, double *err) {
+static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, const DBuf *extra,
+                                int nextra, tc_arg *iargs, int nargs, int64_t grid, double *err) {
   size_t cb = c->buf.n * c->buf.elem_bytes;
   void *ch = malloc(cb);
   DBuf tmp = c->buf;
@@ -141,7 +147,8 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
                        {a->buf.host, a->buf.n * a->buf.elem_bytes, "a"},
                        {b->buf.host, b->buf.n * b->buf.elem_bytes, "b"}};
   int nbufs = 3;
-  for (int i = 0; scales && i < 2; i++) bufs[nbufs++] = (tc_buffer){scales[i].host, scales[i].elem_bytes, scales[i].name};
+  for (int i = 0; i < nextra; i++)
+    bufs[nbufs++] = (tc_buffer){extra[i].host, extra[i].n * extra[i].elem_bytes, extra[i].name};
   char *msg = NULL;
   bool ok = tc_interpret(v->comp, 0, (int64_t[3]){grid, 1, 1}, iargs, nargs, bufs, nbufs, 0, &msg);
   if (!ok) printf("  interpreter: %s\n", msg);
@@ -199,7 +206,8 @@ static bool same_without(Gpu *g, const char *file, const char *const *defs, cons
 }
 
 static const char *const kernel_files[] = {"lang/std/gemm.tile", "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",
-                                           "lang/std/gemm_ws.tile"};
+                                           "lang/std/gemm_ws.tile", "lang/std/gemm_ws.tile"};
+static const char *const kernel_names[] = {"gemm", "gemm_tma", "gemm_fp8", "gemm_ws", "gemm_ws_bias_act"};
 
 static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   const char *defs[24] = {"T", gc->type, "TC", gc->out};
@@ -210,11 +218,11 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   }
   for (int i = 0; gc->extra[i]; i++) defs[nd++] = gc->extra[i];
   defs[nd] = NULL;
-  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8;
+  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8, ws = gc->kernel == K_WS || gc->kernel == K_WS_BIAS;
   Variant v;
   Mat a = {0}, b = {0}, c = {0};
-  DBuf scales[2] = {{0}, {0}};
-  bool ok = variant_build(g, kernel_files[gc->kernel], defs, &v);
+  DBuf scales[2] = {{0}, {0}}, bias = {0};
+  bool ok = variant_build_kernel(g, kernel_files[gc->kernel], kernel_names[gc->kernel], defs, &v);
   ok = ok && mat_new(g, &a, "a", gc->type, gc->a_trans ? gc->k : gc->m, gc->a_trans ? gc->m : gc->k) &&
        mat_new(g, &b, "b", gc->type, gc->b_trans ? gc->n : gc->k, gc->b_trans ? gc->k : gc->n) &&
        mat_new(g, &c, "c", gc->out, gc->m, gc->n);
@@ -224,6 +232,13 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     dbuf_fill(&b.buf, &rng, -1, 1);
     dbuf_poison(&c.buf);
     ok = dbuf_upload(g, &a.buf) && dbuf_upload(g, &b.buf) && dbuf_upload(g, &c.buf);
+  }
+  if (ok && gc->kernel == K_WS_BIAS) {
+    ok = dbuf_alloc(g, &bias, "bias", "f32", (size_t)gc->n);
+    if (ok) {
+      dbuf_fill(&bias, &rng, -1, 1);
+      ok = dbuf_upload(g, &bias);
+    }
   }
   if (ok && fp8) {
     ok = dbuf_alloc(g, &scales[0], "scale_a", "f32", 1) && dbuf_alloc(g, &scales[1], "scale_b", "f32", 1);
@@ -245,6 +260,11 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
       ia[na].p = scales[i].host;
       ta[na] = tile_arg_ptr(scales[i].dev);
     }
+    if (gc->kernel == K_WS_BIAS) {
+      memset(&ia[na], 0, sizeof ia[na]);
+      ia[na].p = bias.host;
+      ta[na++] = tile_arg_ptr(bias.dev);
+    }
     put_int(&ia[na], &ta[na], gc->m), na++;
     put_int(&ia[na], &ta[na], gc->n), na++;
     put_int(&ia[na], &ta[na], gc->k), na++;
@@ -256,7 +276,7 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   }
   int64_t bm = ok ? variant_const(&v, "BLOCK_M", 128) : 1, bn = ok ? variant_const(&v, "BLOCK_N", 128) : 1;
   int64_t grid = ((gc->m + bm - 1) / bm) * ((gc->n + bn - 1) / bn);
-  if (gc->kernel == K_WS) {
+  if (ws) {
     int64_t most = gc->programs ? gc->programs : g->props.sm_count;
     if (grid > most) grid = most;
   }
@@ -269,23 +289,26 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   if (ok) {
     bool pad_ok;
     double tol = fp8 ? GEMM_FP8_TOL : GEMM_TOL;
-    double e = check_c(&a, &b, &c, gc, &pad_ok);
+    int act = gc->kernel == K_WS_BIAS ? (int)variant_const(&v, "ACT", 0) : 0;
+    double e = check_c(&a, &b, &c, gc, gc->kernel == K_WS_BIAS ? &bias : NULL, act, &pad_ok);
     if (!(e < tol)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, tol);
     if (!pad_ok) printf("  a store wrote past column n\n");
     ok = e < tol && pad_ok;
     char warps[32];
     snprintf(warps, sizeof warps, "@warps(%d)", 4 * (int)variant_const(&v, "CONSUMERS", 2));
-    const char *ann = gc->kernel == K_WS ? "warp_specialize" : "pipeline", *with = gc->kernel == K_WS ? warps : "";
+    const char *ann = ws ? "warp_specialize" : "pipeline", *with = ws ? warps : "";
     if (ok && gc->unannotated)
       ok = same_without(g, kernel_files[gc->kernel], defs, ann, with, ta, na, (uint32_t[3]){(uint32_t)grid, 1, 1},
                         &c.buf);
     if ((unsigned)gc->m * gc->n * gc->k <= GEMM_INTERP_MAX_MACS) {
       double ie;
-      bool iok = against_interpreter(&v, &a, &b, &c, fp8 ? scales : NULL, ia, na, grid, &ie);
+      const DBuf *extra = fp8 ? scales : gc->kernel == K_WS_BIAS ? &bias : NULL;
+      bool iok = against_interpreter(&v, &a, &b, &c, extra, fp8 ? 2 : extra ? 1 : 0, ia, na, grid, &ie);
       if (iok && !(ie < tol)) printf("  relative error %.3g against the interpreter\n", ie);
       ok = ok && iok && ie < tol;
     }
   }
+  dbuf_free(g, &bias);
   dbuf_free(g, &scales[0]);
   dbuf_free(g, &scales[1]);
   dbuf_free(g, &a.buf);
@@ -299,6 +322,7 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
 #define TMA K_TMA
 #define FP8 K_FP8
 #define WS K_WS
+#define WSB K_WS_BIAS
 
 static const GemmCase cases[] = {
     /* pointer loads through cp.async rings: orientations, stages */
@@ -346,6 +370,13 @@ static const GemmCase cases[] = {
     {"gemm_ws bf16 f32 out 128x256 (8 store pieces)", WS, false, "bf16", "f32", 392, 776, 136, true, false, {NULL}, 5},
     {"gemm_ws bf16 2176x2304x256 (153 tiles on all SMs)", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
      {NULL}, 0},
+    /* the fused epilogue: act(A @ B + bias), each activation */
+    {"gemm_ws_bias_act gelu (tanh)", WSB, true, "bf16", "bf16", 264, 520, 200, false, false, {NULL}, 3},
+    {"gemm_ws_bias_act none f32 out", WSB, false, "bf16", "f32", 200, 392, 136, false, true,
+     {"ACT", "0", "BLOCK_N", "128", NULL}, 2},
+    {"gemm_ws_bias_act relu", WSB, false, "bf16", "bf16", 136, 264, 72, true, false, {"ACT", "1", NULL}, 2},
+    {"gemm_ws_bias_act gelu (erf)", WSB, false, "f16", "f16", 136, 264, 72, false, false, {"ACT", "2", NULL}, 2},
+    {"gemm_ws_bias_act silu", WSB, false, "bf16", "bf16", 136, 264, 72, false, false, {"ACT", "4", NULL}, 2},
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "act_ref.h"
 
 #define F32_TOL 1e-5
 #define BF16_TOL 1e-2
@@ -257,6 +258,40 @@ Test(std_gemm_ws, f16_transposed_a_and_b_f32_out) {
 }
 Test(std_gemm_ws, bf16_more_programs_than_tiles) {
   check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 72, 136, 64, false, true, 1, 1, BF16_TOL, 39, 3);
+}
+
+/* gemm_ws_bias_act: act(A @ B + bias) against float64 */
+static void check_ws_bias_act(int act, int m, int n, int k, uint64_t seed) {
+  char act_s[8];
+  snprintf(act_s, sizeof act_s, "%d", act);
+  const char *defs[] = {"ACT", act_s, NULL};
+  tc_compilation *c = harness_compile("lang/std/gemm_ws.tile", "gemm_ws_bias_act", defs);
+  Rng rng = {seed};
+  TMat a = tmat_new("bf16", m, k, 16, "a"), b = tmat_new("bf16", k, n, 16, "b"), cm = tmat_new("bf16", m, n, 8, "c");
+  HBuf bias = hbuf_new("f32", (size_t)n, "bias");
+  hbuf_fill_uniform(&a.b, &rng, -1, 1);
+  hbuf_fill_uniform(&b.b, &rng, -1, 1);
+  hbuf_fill_uniform(&bias, &rng, -1, 1);
+  hbuf_poison(&cm.b);
+  tc_arg args[7] = {tmat_arg(&cm), tmat_arg(&a), tmat_arg(&b), {.p = bias.data}, {.i = m}, {.i = n}, {.i = k}};
+  const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &bias};
+  harness_run(c, (int64_t[3]){2, 1, 1}, args, 7, bufs, 4);
+  double worst = 0, ref = 0;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double sum = 0;
+      for (int p = 0; p < k; p++) sum += tmat_get(&a, i, p) * tmat_get(&b, p, j);
+      double want = act_ref(sum + hbuf_get(&bias, (size_t)j), act), got = tmat_get(&cm, i, j);
+      worst = isnan(got) ? INFINITY : fmax(worst, fabs(got - want));
+      ref = fmax(ref, fabs(want));
+    }
+  cr_expect(worst / ref < BF16_TOL, "act %d %dx%dx%d: rel error %g", act, m, n, k, worst / ref);
+  hbuf_free(&a.b), hbuf_free(&b.b), hbuf_free(&cm.b), hbuf_free(&bias);
+  tc_free(c);
+}
+
+Test(std_gemm_ws, bias_and_each_activation) {
+  for (int act = 0; act <= 4; act++) check_ws_bias_act(act, 136, 264, 40, 40 + (uint64_t)act);
 }
 
 /* ---- flash attention ---- */

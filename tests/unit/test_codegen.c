@@ -71,6 +71,7 @@ static const KernelSpec specs[] = {
     {"lang/std/gemm_ws.tile", {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}},
     {"lang/std/gemm_ws.tile", {"A_TRANS", "true", "B_TRANS", "true", NULL}},
     {"lang/std/gemm_ws.tile", {"T", "f16", "TC", "f32", "BLOCK_N", "128", "STAGES", "4", NULL}},
+    {"lang/std/gemm_ws.tile", {"STAGES", "3", NULL}},
     {"lang/std/flash_attention.tile", {NULL}},
     {"lang/std/flash_attention.tile", {"STAGES", "1", NULL}},
     {"lang/std/flash_attention.tile", {"CAUSAL", "true", NULL}},
