@@ -5,10 +5,11 @@
  *   tile-gpu test [NAME]   run the GPU tests (those whose name contains NAME)
  *   tile-gpu bench [SECTION] run the benchmarks (memory, gemm, launch,
  *                          compile); last a Markdown table
- *   tile-gpu debug-trap barrier|offset
+ *   tile-gpu debug-trap barrier|offset|ws
  *                          (used by the tests) a kernel in the debug mode
  *                          with a broken barrier protocol or a misaligned
- *                          TMA offset
+ *                          TMA offset, or the warp-specialized GEMM with
+ *                          a broken protocol
  *
  * Sources (.tile files) are read from TILE_SOURCE_ROOT, or the directory
  * given by --root DIR before the command. Exits 77 (skipped) without a GPU.
