@@ -716,17 +716,20 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
 
 /* lang/std/gemm_ws.tile (warp-specialized) with bf16 C: persistent (a
  * grid of min(tiles, SMs)) or one program per tile. */
-static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent) {
+static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent,
+                               bool pingpong) {
   char dm[16], dn[16], dk[16], ds[16], dc[16], label[80];
   snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(ds, sizeof ds, "%d", stages);
   snprintf(dc, sizeof dc, "%d", consumers), snprintf(dk, sizeof dk, "%d", bk);
   const char *defs[] = {"T",         "bf16", "TC",     "bf16", "BLOCK_M",   dm, "BLOCK_N", dn, "BLOCK_K",
                         dk,          "STAGES", ds,     "CONSUMERS", dc, NULL};
-  snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s", bm, bn, bk, stages, consumers,
-           persistent ? " persistent" : "");
+  snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s%s", bm, bn, bk, stages, consumers,
+           persistent ? " persistent" : "", pingpong ? " ping-pong" : "");
   TileGemm k;
   memset(&k, 0, sizeof k);
-  if (!variant_build(p->g, "lang/std/gemm_ws.tile", defs, &k.v)) return;
+  if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS */
+  if (!variant_build_kernel(p->g, "lang/std/gemm_ws.tile", pingpong ? "gemm_ws_pingpong" : "gemm_ws", defs, &k.v))
+    return;
   k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
   k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
   k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
@@ -757,13 +760,14 @@ static void bench_gemm_kernels(GemmProblem *p) {
                     variants[i].warps);
   static const struct {
     int bm, bn, bk, stages, consumers;
-    bool persistent;
+    bool persistent, pingpong;
   } ws[] = {
-      {128, 256, 64, 4, 2, false}, {128, 256, 64, 4, 2, true}, {128, 256, 64, 3, 2, true},
-      {128, 128, 64, 4, 2, true},  {128, 128, 64, 5, 1, true},
+      {128, 256, 64, 4, 2, false, false}, {128, 256, 64, 4, 2, true, false}, {128, 256, 64, 3, 2, true, false},
+      {128, 128, 64, 4, 2, true, false},  {128, 128, 64, 4, 2, true, true},  {128, 128, 64, 5, 2, true, true},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
-    bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent);
+    bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,
+                       ws[i].pingpong);
 }
 
 /* ---- GEMM + bias + activation: fused against cuBLAS and a kernel ---- */

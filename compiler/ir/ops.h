@@ -129,6 +129,7 @@
   X(BARRIER,      "barrier",       0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(WGMMA,        "wgmma",         3,  1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "trans_a,trans_b") \
   X(WGMMA_WAIT,   "wgmma_wait",   -1, -1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending") \
+  X(CONSUMER_ID,  "consumer_id",   0,  1, 0, OPF_GPU | OPF_PURE, "")   \
   X(WARP_SPLIT,   "warp_split",    0,  0, 2, OPF_GPU | OPF_WRITE,            \
     "producers,consumers,producer_registers,consumer_registers")
 

@@ -85,14 +85,26 @@ void barrier(Lower *L) {
     lower_error(L, L->cur_op, "internal: a barrier in the producer warps' code");
     return;
   }
-  /* the consumer warpgroups only: the producers never arrive */
-  LLVMValueRef args[2] = {const_i32(L, BARRIER_CONSUMERS), const_i32(L, 32 * L->num_warps)};
+  /* the consumer warpgroups only: the producers never arrive; ping-pong
+   * warpgroups each on a barrier of their own */
+  LLVMValueRef id = const_i32(L, BARRIER_CONSUMERS);
+  if (L->k->roles.pingpong) {
+    LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+    id = LLVMBuildAdd(L->b, LLVMBuildSub(L->b, wg, const_i32(L, L->k->roles.producers), ""),
+                      const_i32(L, BARRIER_PINGPONG_FIRST), "barrier_id");
+  }
+  LLVMValueRef args[2] = {id, const_i32(L, 32 * L->num_warps)};
   call_intrinsic(L, "llvm.nvvm.barrier.sync.cnt", L->t_void, args, 2);
 }
 
 LLVMBasicBlockRef new_block(Lower *L, const char *name) { return LLVMAppendBasicBlockInContext(L->ctx, L->fn, name); }
 
 unsigned smem_need(Lower *L, unsigned bytes) {
+  if (L->role == ROLE_CONSUMER && L->k->roles.pingpong)
+    lower_error(L, L->cur_op,
+                "this op needs scratch shared memory (a layout conversion or a reduction across warps), which "
+                "ping-pong consumer warpgroups would share; use cooperative consumers (@warp_specialize on the kernel "
+                "only)");
   return smem_scratch(L->k->plan, L->cur_op ? L->cur_op->scratch : 0, bytes);
 }
 
@@ -508,6 +520,12 @@ static void lower_op(Lower *L, const Op *op) {
   case OP_DOT: t = lower_dot(L, op, l); break;
   case OP_SMEM_LOAD: t = lower_smem_load(L, op, l); break;
   case OP_RING_NEXT: t = lower_ring_next(L, op, l); break;
+  case OP_CONSUMER_ID: {
+    t = lt_new(L, l);
+    LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+    t->regs[0] = LLVMBuildSub(L->b, wg, const_i32(L, L->k->roles.producers), "consumer_id");
+    break;
+  }
   case OP_WGMMA: t = lower_wgmma(L, op, l); break;
   default: t = lower_value_op(L, op, l); break;
   }
@@ -655,6 +673,8 @@ static bool create_kernel(Lower *L) {
    * warpgroups, the consumers from 0 (the producers' numbers are unused). */
   int first = 32 * WARPGROUP_WARPS * L->k->roles.producers;
   L->tid = first ? LLVMBuildSub(L->b, L->tid_raw, const_i32(L, first), "ctid") : L->tid_raw;
+  /* ping-pong: within each consumer warpgroup */
+  if (L->k->roles.pingpong) L->tid = LLVMBuildAnd(L->b, L->tid, const_i32(L, 32 * WARPGROUP_WARPS - 1), "wgtid");
   L->lane = LLVMBuildAnd(L->b, L->tid, const_i32(L, 31), "lane");
   L->warp = LLVMBuildLShr(L->b, L->tid, const_i32(L, 5), "warp");
   LLVMTypeRef smem_ty = LLVMArrayType2(L->t_i8, 0);

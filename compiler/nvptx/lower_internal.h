@@ -46,8 +46,10 @@ typedef struct LBuf {
 typedef enum LowerRole { ROLE_NONE, ROLE_PRODUCER, ROLE_CONSUMER } LowerRole;
 
 /* Named barrier ids: 0 is the whole block (bar.sync 0); the consumer
- * warpgroups of a split kernel synchronize on 1. */
+ * warpgroups of a split kernel synchronize on 1; ping-pong consumer
+ * warpgroup i on 2 + i (at most 8 consumers: ids up to 9 of 16). */
 #define BARRIER_CONSUMERS 1
+#define BARRIER_PINGPONG_FIRST 2
 /* The register file of an SM, ptxas's per-thread ceiling, and the granule
  * of register counts (setmaxnreg, the allocation unit). */
 #define SM_REGISTERS 65536

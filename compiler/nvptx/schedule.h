@@ -53,8 +53,9 @@ typedef struct WarpRoles {
   int producers, consumers; /* warpgroups */
   int producer_registers, consumer_registers;
   int block_warps;   /* warps per block (the launch) */
-  int compute_warps; /* warps the tile layouts cover: 4 x consumers */
+  int compute_warps; /* warps the tile layouts cover: 4 x consumers (4 for ping-pong) */
   bool kernel_level; /* on the kernel: every pipelined TMA loop gets producers */
+  bool pingpong;     /* on a tile loop: consumer warpgroups take its iterations in turn */
 } WarpRoles;
 
 /* Warps per warpgroup (wgmma, setmaxnreg). */

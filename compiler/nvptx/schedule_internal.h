@@ -54,5 +54,13 @@ bool sched_pipeline_loop(Sched *s, Op *loop);
  * split of the kernel into its producer and consumer regions. */
 bool sched_loop_is_split(Sched *s, const Op *loop, bool all_tma);
 void sched_split_warps(Sched *s);
+/* A for loop with @warp_specialize that encloses pipelined loops. */
+bool sched_is_tile_loop(const Op *op);
+
+/* schedule_pingpong.c: in the consumer region of `split`, the consumer
+ * warpgroups take the tile loop's iterations in turn. `producer_of` maps
+ * the ops of the consumer region's tile loop to their copies in the
+ * producer region (and back, for values: `original_of`). */
+void sched_pingpong(Sched *s, Op *split, PtrMap *producer_of, PtrMap *original_of);
 
 #endif

@@ -77,6 +77,36 @@ static void find_loop_specs(LoopSpecs *ls, const Block *b) {
   }
 }
 
+/* A loop that encloses pipelined loops without being one: a tile loop.
+ * @warp_specialize on it asks for ping-pong consumers. */
+static bool encloses_pipeline(const Block *b) {
+  for (const Op *op = b->first; op; op = op->next) {
+    if (op->kind == OP_FOR && op->attr[0] >= 2) return true;
+    for (int r = 0; r < op->nregions; r++)
+      if (encloses_pipeline(&op->regions[r])) return true;
+  }
+  return false;
+}
+
+bool sched_is_tile_loop(const Op *op) {
+  return op->kind == OP_FOR && op->attr[1] > 0 && op->attr[0] < 2 && encloses_pipeline(&op->regions[0]);
+}
+
+static const Op *find_tile_loop(const Block *b, int *count) {
+  const Op *found = NULL;
+  for (const Op *op = b->first; op; op = op->next) {
+    if (sched_is_tile_loop(op)) {
+      ++*count;
+      if (!found) found = op;
+    }
+    for (int r = 0; r < op->nregions; r++) {
+      const Op *inner = find_tile_loop(&op->regions[r], count);
+      if (!found) found = inner;
+    }
+  }
+  return found;
+}
+
 static int default_warps(const Func *f) {
   int w = f->warps ? f->warps : 4;
   while (w & (w - 1)) w &= w - 1;
@@ -91,6 +121,16 @@ bool sched_warp_roles(const Func *f, Diags *diags, WarpRoles *out) {
   WarpSpec ws = f->ws;
   SrcLoc at = f->loc;
   out->kernel_level = ws.producers > 0;
+  int tile_loops = 0;
+  const Op *tile_loop = find_tile_loop(&f->body, &tile_loops);
+  if (tile_loops > 1) {
+    diag_error(diags, tile_loop->loc,
+               "GPU back end: '@warp_specialize' on %d loops around pipelined loops: the consumers take turns on the "
+               "iterations of one loop",
+               tile_loops);
+    return false;
+  }
+  out->pingpong = tile_loop != NULL;
   if (ls.first) {
     if (out->kernel_level && !spec_eq(&ws, &ls.ws)) {
       diag_error(diags, ls.first->loc,
@@ -137,14 +177,22 @@ bool sched_warp_roles(const Func *f, Diags *diags, WarpRoles *out) {
   out->producer_registers = ws.producer_registers;
   out->consumer_registers = ws.consumer_registers;
   out->block_warps = warps;
-  out->compute_warps = WARPGROUP_WARPS * ws.consumers;
+  /* ping-pong: each consumer warpgroup computes whole iterations alone */
+  out->compute_warps = WARPGROUP_WARPS * (out->pingpong ? 1 : ws.consumers);
   return true;
+}
+
+/* Whether a loop is inside the ping-pong tile loop. */
+static bool in_tile_loop(const Op *op) {
+  for (const Block *b = op->parent; b && b->parent; b = b->parent->parent)
+    if (sched_is_tile_loop(b->parent)) return true;
+  return false;
 }
 
 bool sched_loop_is_split(Sched *s, const Op *loop, bool all_tma) {
   if (!s->roles->producers) return false;
   bool annotated = loop->attr[1] > 0;
-  if (!annotated && !s->roles->kernel_level) return false;
+  if (!annotated && !s->roles->kernel_level && !in_tile_loop(loop)) return false;
   if (!all_tma) {
     if (annotated)
       sched_error(s, loop,
@@ -161,7 +209,9 @@ bool sched_loop_is_split(Sched *s, const Op *loop, bool all_tma) {
 
 typedef struct Slice {
   Sched *s;
-  PtrMap need; /* Op* -> 1 */
+  PtrMap need;        /* Op* -> 1 */
+  PtrMap copies;      /* Op* -> its copy in the producer region */
+  PtrMap original_of; /* a value of the producer region -> the value it copies */
 } Slice;
 
 static bool is_alloc(const Op *op) { return op->kind == OP_SMEM_ALLOC || op->kind == OP_MBAR_ALLOC; }
@@ -262,6 +312,9 @@ static void clone_needed(Slice *sl, const Block *src, Block *dst, PtrMap *map) {
     } else {
       c = ir_clone_op(a, op, map);
     }
+    ptrmap_put(&sl->copies, op, c);
+    for (uint32_t i = 0; i < op->nresults && i < c->nresults; i++) ptrmap_put(&sl->original_of, &c->results[i], &op->results[i]);
+    if (op->kind == OP_FOR) ptrmap_put(&sl->original_of, &c->regions[0].args[0], &op->regions[0].args[0]);
     ir_append(dst, c);
   }
 }
@@ -278,10 +331,12 @@ static void drop_marked(Sched *s, Block *b) {
 /* A loop-level annotation on a loop the pipeliner did not split. */
 static void check_annotated(Sched *s, const Block *b) {
   for (const Op *op = b->first; op && !s->failed; op = op->next) {
-    if (op->kind == OP_FOR && op->attr[1] > 0 && (uintptr_t)ptrmap_get(&s->producer_ops, op) != 2)
+    if (op->kind == OP_FOR && op->attr[1] > 0 && (uintptr_t)ptrmap_get(&s->producer_ops, op) != 2 &&
+        !sched_is_tile_loop(op))
       sched_error(s, op,
                   "'@warp_specialize' on a loop that is not pipelined: the producer warps fill a ring, so the loop needs "
-                  "@pipeline(stages = N) and tensor-core dots whose operands are load_block tiles");
+                  "@pipeline(stages = N) and tensor-core dots whose operands are load_block tiles (or it must enclose "
+                  "such loops: a tile loop, whose iterations the consumers take in turn)");
     for (int r = 0; r < op->nregions; r++) check_annotated(s, &op->regions[r]);
   }
 }
@@ -294,8 +349,10 @@ void sched_split_warps(Sched *s) {
   Op *ret = body->last;
   check_annotated(s, body);
   if (s->failed) return;
-  Slice sl = {s, {0}};
+  Slice sl = {s, {0}, {0}, {0}};
   ptrmap_init(&sl.need, s->a);
+  ptrmap_init(&sl.copies, s->a);
+  ptrmap_init(&sl.original_of, s->a);
   need_marked(&sl, body);
   if (s->failed) return;
   Op *split = ir_op_new(s->a, OP_WARP_SPLIT, 0, 0, NULL, 2, f->loc);
@@ -320,4 +377,5 @@ void sched_split_warps(Sched *s) {
     ir_insert_before(ret, split);
   else
     ir_append(body, split);
+  if (roles->pingpong) sched_pingpong(s, split, &sl.copies, &sl.original_of);
 }

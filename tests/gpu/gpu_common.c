@@ -152,6 +152,12 @@ bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len
   return build_text(g, relpath, src, len, NULL, defines, go, v);
 }
 
+bool variant_build_text_kernel(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
+                               const char *const *defines, Variant *v) {
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+  return build_text(g, relpath, src, len, kernel, defines, &go, v);
+}
+
 bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v) {
   size_t len;
   char *src = variant_read_source(g, relpath, &len);

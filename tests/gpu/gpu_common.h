@@ -67,7 +67,9 @@ char *variant_read_source(Gpu *g, const char *relpath, size_t *len);
 /* From source text (reported as relpath). */
 bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
                         const tc_codegen_options *go, Variant *v);
-/* Only the kernel named `kernel` of the file. */
+/* Only the kernel named `kernel` of the file (of the text). */
+bool variant_build_text_kernel(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
+                               const char *const *defines, Variant *v);
 bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v);
 /* The same with back-end options (debug modes). */
 bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines, const tc_codegen_options *go,

@@ -46,7 +46,7 @@
 /* Problems up to this many multiply-adds also run in the interpreter. */
 #define GEMM_INTERP_MAX_MACS (3u << 20)
 
-typedef enum GemmKernel { K_PTR, K_TMA, K_FP8, K_WS, K_WS_BIAS } GemmKernel;
+typedef enum GemmKernel { K_PTR, K_TMA, K_FP8, K_WS, K_WS_BIAS, K_WS_PP } GemmKernel;
 
 typedef struct GemmCase {
   const char *name;
@@ -166,26 +166,35 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
   return ok;
 }
 
-/* Runs the case's kernel with an annotation replaced (@pipeline removed;
- * @warp_specialize turned into @warps of the consumers) on the same
- * inputs; C must be bit for bit what the annotated kernel wrote. */
-static bool same_without(Gpu *g, const char *file, const char *const *defs, const char *ann, const char *with,
-                         tile_arg *ta, int na, const uint32_t grid[3], DBuf *c) {
+/* Runs the case's kernel with an annotation removed (every @ann(...)),
+ * and `warps` (e.g. "@warps(8)", the warps the consumers had) put before
+ * the kernel, on the same inputs; C must be bit for bit what the
+ * annotated kernel wrote. */
+static bool same_without(Gpu *g, const char *file, const char *kernel, const char *const *defs, const char *ann,
+                         const char *warps, tile_arg *ta, int na, const uint32_t grid[3], DBuf *c) {
   size_t len;
-  char pat[64];
+  char pat[64], head[96];
   snprintf(pat, sizeof pat, "@%s(", ann);
-  char *src = variant_read_source(g, file, &len), *bare = src ? replace_annotation(src, ann, with, &len) : NULL;
+  snprintf(head, sizeof head, "kernel %s(", kernel);
+  char *src = variant_read_source(g, file, &len), *bare = src ? replace_annotation(src, ann, "", &len) : NULL;
   free(src);
   if (!bare) return false;
-  if (strstr(bare, pat)) {
-    printf("  %s is still there after replacing it\n", pat);
+  const char *at = strstr(bare, head);
+  if (strstr(bare, pat) || !at) {
+    printf("  %s is still there after removing it, or there is no '%s'\n", pat, head);
     free(bare);
     return false;
   }
-  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
-  Variant v;
-  bool ok = variant_build_text(g, file, bare, len, defs, &go, &v);
+  size_t pre = (size_t)(at - bare), wl = strlen(warps);
+  char *text = malloc(len + wl + 2);
+  memcpy(text, bare, pre);
+  memcpy(text + pre, warps, wl);
+  text[pre + wl] = '\n';
+  memcpy(text + pre + wl + 1, bare + pre, len - pre + 1);
   free(bare);
+  Variant v;
+  bool ok = variant_build_text_kernel(g, file, text, len + wl + 1, kernel, defs, &v);
+  free(text);
   size_t bytes = c->n * c->elem_bytes;
   void *annotated = malloc(bytes);
   memcpy(annotated, c->host, bytes);
@@ -205,9 +214,10 @@ static bool same_without(Gpu *g, const char *file, const char *const *defs, cons
   return ok;
 }
 
-static const char *const kernel_files[] = {"lang/std/gemm.tile", "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",
-                                           "lang/std/gemm_ws.tile", "lang/std/gemm_ws.tile"};
-static const char *const kernel_names[] = {"gemm", "gemm_tma", "gemm_fp8", "gemm_ws", "gemm_ws_bias_act"};
+static const char *const kernel_files[] = {"lang/std/gemm.tile",    "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",
+                                           "lang/std/gemm_ws.tile", "lang/std/gemm_ws.tile",  "lang/std/gemm_ws.tile"};
+static const char *const kernel_names[] = {"gemm",    "gemm_tma",         "gemm_fp8",
+                                           "gemm_ws", "gemm_ws_bias_act", "gemm_ws_pingpong"};
 
 static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   const char *defs[24] = {"T", gc->type, "TC", gc->out};
@@ -218,7 +228,7 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   }
   for (int i = 0; gc->extra[i]; i++) defs[nd++] = gc->extra[i];
   defs[nd] = NULL;
-  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8, ws = gc->kernel == K_WS || gc->kernel == K_WS_BIAS;
+  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8, ws = gc->kernel >= K_WS;
   Variant v;
   Mat a = {0}, b = {0}, c = {0};
   DBuf scales[2] = {{0}, {0}}, bias = {0};
@@ -294,12 +304,15 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     if (!(e < tol)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, tol);
     if (!pad_ok) printf("  a store wrote past column n\n");
     ok = e < tol && pad_ok;
-    char warps[32];
-    snprintf(warps, sizeof warps, "@warps(%d)", 4 * (int)variant_const(&v, "CONSUMERS", 2));
-    const char *ann = ws ? "warp_specialize" : "pipeline", *with = ws ? warps : "";
+    /* without @warp_specialize: the warps that computed (4 a warpgroup of
+     * ping-pong consumers) */
+    char warps[32] = "";
+    int computing = gc->kernel == K_WS_PP ? 1 : (int)variant_const(&v, "CONSUMERS", 2);
+    if (ws) snprintf(warps, sizeof warps, "@warps(%d)", 4 * computing);
+    const char *ann = ws ? "warp_specialize" : "pipeline";
     if (ok && gc->unannotated)
-      ok = same_without(g, kernel_files[gc->kernel], defs, ann, with, ta, na, (uint32_t[3]){(uint32_t)grid, 1, 1},
-                        &c.buf);
+      ok = same_without(g, kernel_files[gc->kernel], kernel_names[gc->kernel], defs, ann, warps, ta, na,
+                        (uint32_t[3]){(uint32_t)grid, 1, 1}, &c.buf);
     if ((unsigned)gc->m * gc->n * gc->k <= GEMM_INTERP_MAX_MACS) {
       double ie;
       const DBuf *extra = fp8 ? scales : gc->kernel == K_WS_BIAS ? &bias : NULL;
@@ -323,6 +336,7 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
 #define FP8 K_FP8
 #define WS K_WS
 #define WSB K_WS_BIAS
+#define WSP K_WS_PP
 
 static const GemmCase cases[] = {
     /* pointer loads through cp.async rings: orientations, stages */
@@ -370,6 +384,12 @@ static const GemmCase cases[] = {
     {"gemm_ws bf16 f32 out 128x256 (8 store pieces)", WS, false, "bf16", "f32", 392, 776, 136, true, false, {NULL}, 5},
     {"gemm_ws bf16 2176x2304x256 (153 tiles on all SMs)", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
      {NULL}, 0},
+    /* ping-pong consumers: alternate tiles, each on one warpgroup */
+    {"gemm_ws_pingpong bf16 264x520x328", WSP, true, "bf16", "bf16", 264, 520, 328, false, false, {NULL}, 0},
+    {"gemm_ws_pingpong bf16 A^T B^T 3 programs", WSP, true, "bf16", "bf16", 392, 264, 200, true, true, {NULL}, 3},
+    {"gemm_ws_pingpong f16 f32 out, odd tile count", WSP, false, "f16", "f32", 136, 392, 136, false, true, {NULL}, 2},
+    {"gemm_ws_pingpong bf16 5 stages k 40", WSP, false, "bf16", "bf16", 264, 136, 40, false, false,
+     {"STAGES", "5", NULL}, 1},
     /* the fused epilogue: act(A @ B + bias), each activation */
     {"gemm_ws_bias_act gelu (tanh)", WSB, true, "bf16", "bf16", 264, 520, 200, false, false, {NULL}, 3},
     {"gemm_ws_bias_act none f32 out", WSB, false, "bf16", "f32", 200, 392, 136, false, true,

@@ -352,3 +352,91 @@ Test(warpspec, fused_epilogue_assembles_without_spills) {
     tc_free(c);
   }
 }
+
+/* ---- ping-pong consumers -------------------------------------------------- */
+
+/* The split of gemm_ws_pingpong: the tile loop's iterations go to the
+ * consumer warpgroups in turn; the other warpgroup walks the producer's
+ * loop to keep its ring positions; the C buffer is one per warpgroup. */
+Test(warpspec, pingpong_consumers_take_tiles_in_turn) {
+  tc_compilation *c = harness_compile("lang/std/gemm_ws.tile", "gemm_ws_pingpong", NULL);
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *all = tc_emit(c, TC_EMIT_LOWERED);
+  cr_assert(all);
+  /* one consumer arrives per slot; two C buffers of [128, 128] */
+  cr_expect(strstr(all, "count = 1, first_parity = 1} : mbar[4]"), "%s", all);
+  cr_expect(strstr(all, "ring = 1} : smem<bf16>[2, 128, 128]"), "%s", all);
+  cr_expect(strstr(all, "// layouts of gemm_ws_pingpong (4 warps)"), "%s", all);
+  const char *cons = strstr(all, "\n  } {\n");
+  cr_assert(cons, "%s", all);
+  IN_ORDER(cons, "consumer", "consumer_id", "smem_index %", "for %", "{producers = 1, consumers = 2", "rem %",
+           "cmp_eq", "if %", "for %", "iter(", "wgmma", "tma_store", "} else {", "for %", "ring_next", "yield");
+  /* the walk of the other warpgroup's tiles copies nothing and waits for nothing */
+  const char *walk = strstr(cons, "} else {\n        %");
+  cr_assert(walk, "%s", cons);
+  const char *walk_end = strstr(walk, "\n      }\n");
+  cr_assert(walk_end);
+  char *w = strndup(walk, (size_t)(walk_end - walk));
+  cr_expect_eq(harness_count(w, "mbar_"), 0, "%s", w);
+  cr_expect_eq(harness_count(w, "tma_"), 0, "%s", w);
+  cr_expect_eq(harness_count(w, "ring_next"), 1, "%s", w);
+  free(w);
+  free(all);
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  /* each warpgroup's barriers: ids 2 + consumer, 128 threads */
+  cr_expect_gt(harness_count(ptx, "barrier.sync \t%r"), 0, "%s", ptx);
+  cr_expect_eq(harness_count(ptx, ", 256;"), 0, "no barrier of both consumer warpgroups");
+  free(ptx);
+  tc_free(c);
+}
+
+Test(warpspec, pingpong_assembles_without_spills) {
+  if (access("/usr/local/cuda/bin/ptxas", X_OK) != 0) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  static const KernelSpec pp[] = {{"lang/std/gemm_ws.tile", {NULL}},
+                                  {"lang/std/gemm_ws.tile", {"STAGES", "5", NULL}},
+                                  {"lang/std/gemm_ws.tile", {"A_TRANS", "true", "B_TRANS", "true", NULL}}};
+  for (size_t i = 0; i < sizeof pp / sizeof pp[0]; i++) {
+    tc_compilation *c = harness_compile(pp[i].path, "gemm_ws_pingpong", pp[i].defines);
+    cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_PTXAS}), "%s", tc_diagnostics(c));
+    tc_kernel_stats st;
+    cr_assert(tc_kernel_get_stats(c, 0, &st));
+    cr_expect(st.spill_store_bytes == 0 && st.spill_load_bytes == 0, "case %zu: spills", i);
+    cr_expect_eq(st.wgmma_notes, 0, "case %zu: wgmma notes", i);
+    tc_free(c);
+  }
+}
+
+Test(warpspec, pingpong_loop_cannot_carry_values) {
+  const char *src = "@warp_specialize(1, 2)\n"
+                    "kernel k(c: tensor<bf16, 2>, a: tensor<bf16, 2>, b: tensor<bf16, 2>, k: i32, t: i32) {\n"
+                    "  var s = 0;\n"
+                    "  @warp_specialize(1, 2)\n"
+                    "  for tile in range(program_id(0), t, num_programs(0)) {\n"
+                    "    var acc = zeros([128, 128], f32);\n"
+                    "    @pipeline(stages = 3)\n"
+                    "    for k0 in range(0, k, 64) {\n"
+                    "      acc = dot(load_block(a, [0, k0], [128, 64]), load_block(b, [k0, 0], [64, 128]), acc);\n"
+                    "    }\n"
+                    "    store_block(c, [s, 0], acc as bf16);\n"
+                    "    s = s + 128;\n"
+                    "  }\n"
+                    "}\n";
+  expect_generate_error(src, "ping-pong consumers take the iterations of this loop in turn, so it cannot carry values");
+}
+
+Test(warpspec, pingpong_consumers_cannot_share_scratch) {
+  /* a column sum of the accumulator crosses warps: scratch shared memory */
+  const char *src = "@warp_specialize(1, 2)\n"
+                    "kernel k(o: *f32, a: tensor<bf16, 2>, b: tensor<bf16, 2>, k: i32, t: i32) {\n"
+                    "  @warp_specialize(1, 2)\n"
+                    "  for tile in range(program_id(0), t, num_programs(0)) {\n"
+                    "    var acc = zeros([128, 128], f32);\n"
+                    "    @pipeline(stages = 3)\n"
+                    "    for k0 in range(0, k, 64) {\n"
+                    "      acc = dot(load_block(a, [0, k0], [128, 64]), load_block(b, [k0, 0], [64, 128]), acc);\n"
+                    "    }\n"
+                    "    store(o + tile * 128 + arange(0, 128), sum(acc, 0));\n"
+                    "  }\n"
+                    "}\n";
+  expect_generate_error(src, "which ping-pong consumer warpgroups would share; use cooperative consumers");
+}
