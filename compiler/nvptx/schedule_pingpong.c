@@ -10,8 +10,13 @@
  *          ring_next advances over the slots another warpgroup uses }
  *
  * so every consumer warpgroup's ring positions stay those of the
- * producer. The rings' slots come to the warpgroups in the order the
- * producer fills them, so one warpgroup's products run while the other
+ * producer. A wait on an mbarrier names only the parity of the phase it
+ * waits for, so no waiter may be two phases ahead of a barrier: a
+ * warpgroup starts the pipelined loops of its iteration only after the
+ * warpgroup of the previous iteration has finished its own (an order
+ * barrier per warpgroup: wait on order[me] unless it is the loop's first
+ * iteration; arrive on order[next] after the loops). That alternation is
+ * the point of the form: one warpgroup's products run while the other
  * stores its tile. Everything else a consumer warpgroup uses is its own:
  * buffers and mbarriers only the consumers touch are made `consumers`
  * times larger and indexed by consumer_id; barriers synchronize one
@@ -170,6 +175,41 @@ static void walk(Skip *k, const Block *src, Block *dst) {
   }
 }
 
+/* ---- the order of the warpgroups ---- */
+
+/* The op of b that is or holds a loop the producers feed. */
+static bool holds_split_loop(Sched *s, const Op *op) {
+  if (op->kind == OP_FOR && (uintptr_t)ptrmap_get(&s->producer_ops, op) == 2) return true;
+  for (int r = 0; r < op->nregions; r++)
+    for (const Op *in = op->regions[r].first; in; in = in->next)
+      if (holds_split_loop(s, in)) return true;
+  return false;
+}
+
+/* Before the first pipelined loop of the warpgroup's iteration: wait for
+ * the previous iteration's warpgroup (not on the loop's first iteration);
+ * after the last: let the next warpgroup go. */
+static void order_turns(Sched *s, Block *mine, Value *cid, Value *not_first, SrcLoc loc) {
+  Op *first = NULL, *last = NULL;
+  for (Op *op = mine->first; op; op = op->next)
+    if (holds_split_loop(s, op)) {
+      if (!first) first = op;
+      last = op;
+    }
+  if (!first) return;
+  int C = s->roles->consumers;
+  Value *order = sched_alloc_mbar(s, loc, C, 1, 0);
+  IrBuilder b = irb_before(s->a, first);
+  b.loc = loc;
+  IrBuilder w = irb_if(&b, not_first);
+  irb_op(&w, OP_MBAR_WAIT, 2, (Value *[]){order, cid}, NULL);
+  IrBuilder a = last->next ? irb_before(s->a, last->next) : irb_at_end(s->a, mine);
+  a.loc = loc;
+  Value *next = irb_binary(&a, OP_REM, irb_binary(&a, OP_ADD, cid, irb_const_int(&a, SK_I32, 1)),
+                           irb_const_int(&a, SK_I32, C));
+  irb_op(&a, OP_MBAR_ARRIVE, 2, (Value *[]){order, next}, NULL);
+}
+
 /* ---- the tile loop ---- */
 
 void sched_pingpong(Sched *s, Op *split, PtrMap *producer_of, PtrMap *original_of) {
@@ -212,6 +252,7 @@ void sched_pingpong(Sched *s, Op *split, PtrMap *producer_of, PtrMap *original_o
     ir_append(&iff->regions[0], op);
   }
   end_block(s->a, &iff->regions[0], loop->loc);
+  order_turns(s, &iff->regions[0], cid, irb_cmp(&b, OP_CMP_NE, t, irb_const_int(&b, SK_I64, 0)), loop->loc);
   Skip k = {s, original_of, {0}};
   ptrmap_init(&k.map, s->a);
   ptrmap_put(&k.map, &ploop->regions[0].args[0], &body->args[0]);
