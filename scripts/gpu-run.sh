@@ -15,7 +15,7 @@ sanitize=false
 [ "${1:-}" = "--sanitize" ] && sanitize=true
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
 rc=0
-./gpu-dist/tile-gpu --root . test 2>&1 | tee "$out/gpu-tests.log" || rc=1
+timeout "${TEST_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . test 2>&1 | tee "$out/gpu-tests.log" || rc=1
 if $sanitize; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # The debug-mode trap tests trap on purpose: not under the sanitizer.

@@ -121,7 +121,9 @@ LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMT
 }
 
 LLVMValueRef is_elected(Lower *L) {
-  LLVMValueRef t = L->role == ROLE_PRODUCER ? L->tid_raw : L->tid;
+  /* consumers: thread 0 of the consumers (of each warpgroup, ping-pong);
+   * otherwise thread 0 of the block */
+  LLVMValueRef t = L->role == ROLE_CONSUMER ? L->tid : L->tid_raw;
   return LLVMBuildICmp(L->b, LLVMIntEQ, t, const_i32(L, 0), "elected");
 }
 
