@@ -140,6 +140,8 @@ LTile *lower_value_op(Lower *L, const Op *op, const Layout *l);
 LLVMValueRef cast_scalar(Lower *L, LLVMValueRef v, ScalarKind from, ScalarKind to);
 /* A binary elementwise op (add .. min) on two scalars of kind k. */
 LLVMValueRef lower_binary_scalar(Lower *L, OpKind kind, LLVMValueRef a, LLVMValueRef b, ScalarKind k);
+/* A 16-bit or fp8 float as f32 (other values as they are). */
+LLVMValueRef lower_widen_float(Lower *L, LLVMValueRef v, ScalarKind k);
 bool is_unsigned_kind(ScalarKind k);
 
 /* ---- lower_mem.c ---- */

@@ -484,3 +484,26 @@ Test(codegen, auto_linker_keeps_wgmma_unserialized) {
   cr_expect_gt(s.wgmma_notes, 0, "nvJitLink alone serializes (the reason auto falls back)");
   tc_free(c);
 }
+
+/* Found by the random kernel generator (tests/gen/README.md): a bitcast
+ * between f16 and bf16 of a computed value (also through i16, which LLVM
+ * folds into one) and argmax of an fp8 tile made LLVM's instruction
+ * selection abort ("Cannot select: f16 = bitcast", "Cannot select: setcc"). */
+Test(codegen, half_bitcasts_and_fp8_argmax_compile) {
+  const char *src = "kernel k(o: *f16, a: *bf16, x: *f8e5m2, y: *i32, p: *u16) {\n"
+                    "  let r = arange(0, 16);\n"
+                    "  store(o + r, bitcast(sqrt(load(a + r)), f16) / -2.5);\n"
+                    "  store(o + 16 + r, bitcast(bitcast(sqrt(load(a + r)), i16), f16));\n"
+                    "  store(p + r, bitcast(load(o + r) * 2.0, u16));\n"
+                    "  let t = load(x + r[:, None] * 16 + r[None, :]);\n"
+                    "  store(y + r, argmax(t, 1));\n"
+                    "  store(y + 16 + r, argmin(t, 0));\n"
+                    "}\n";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_expect(ptx && strstr(ptx, "mov.b16"), "the 16-bit bitcasts go through a move");
+  free(ptx);
+  tc_free(c);
+}
