@@ -158,17 +158,22 @@ bool variant_build_text_kernel(Gpu *g, const char *relpath, const char *src, siz
   return build_text(g, relpath, src, len, kernel, defines, &go, v);
 }
 
-bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v) {
+bool variant_build_kernel_opts(Gpu *g, const char *relpath, const char *kernel, const char *const *defines,
+                               const tc_codegen_options *go, Variant *v) {
   size_t len;
   char *src = variant_read_source(g, relpath, &len);
   if (!src) {
     memset(v, 0, sizeof *v);
     return false;
   }
-  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
-  bool ok = build_text(g, relpath, src, len, kernel, defines, &go, v);
+  tc_codegen_options deflt = {.linker = TC_LINKER_AUTO};
+  bool ok = build_text(g, relpath, src, len, kernel, defines, go ? go : &deflt, v);
   free(src);
   return ok;
+}
+
+bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v) {
+  return variant_build_kernel_opts(g, relpath, kernel, defines, NULL, v);
 }
 
 void variant_free(Variant *v) {

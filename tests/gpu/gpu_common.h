@@ -71,6 +71,8 @@ bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len
 bool variant_build_text_kernel(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
                                const char *const *defines, Variant *v);
 bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v);
+bool variant_build_kernel_opts(Gpu *g, const char *relpath, const char *kernel, const char *const *defines,
+                               const tc_codegen_options *go, Variant *v);
 /* The same with back-end options (debug modes). */
 bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines, const tc_codegen_options *go,
                         Variant *v);
