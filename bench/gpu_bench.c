@@ -634,7 +634,9 @@ static bool do_tile_gemm(void *ctx) {
 }
 
 /* One variant of lang/std/gemm.tile (tma: gemm_tma.tile) with bf16 C:
- * compiled, checked and timed on the problem. */
+ * compiled, checked and timed on the problem. warps < 0: gemm_tma.tile
+ * with its @warps replaced by @warp_specialize(1, -warps / 4), one tile
+ * per program (the warp specialization without the persistent loop). */
 static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, int stages, int warps) {
   char dm[16], dn[16], dk[16], ds[16], dw[16], label[64];
   snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(dk, sizeof dk, "%d", bk);
@@ -645,7 +647,22 @@ static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, in
            stages, warps);
   TileGemm k;
   memset(&k, 0, sizeof k);
-  if (!variant_build(p->g, tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile", defs, &k.v)) return;
+  const char *file = tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile";
+  if (warps < 0) {
+    snprintf(label, sizeof label, "tile TMA %dx%dx%d %d stages 1+%d wg (gemm_tma split)", bm, bn, bk, stages, -warps / 4);
+    size_t len;
+    char *src = variant_read_source(p->g, file, &len), with[48];
+    snprintf(with, sizeof with, "@warp_specialize(1, %d)", -warps / 4);
+    char *ws = src ? replace_annotation(src, "warps", with, &len) : NULL;
+    defs[12] = NULL; /* no WARPS */
+    tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+    bool ok = ws && variant_build_text(p->g, file, ws, len, defs, &go, &k.v);
+    free(src);
+    free(ws);
+    if (!ok) return;
+  } else if (!variant_build(p->g, file, defs, &k.v)) {
+    return;
+  }
   if (tma) {
     k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
     k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
@@ -697,6 +714,38 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
   variant_free(&k.v);
 }
 
+/* lang/std/gemm_ws.tile (warp-specialized) with bf16 C: persistent (a
+ * grid of min(tiles, SMs)) or one program per tile. */
+static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent,
+                               bool pingpong) {
+  char dm[16], dn[16], dk[16], ds[16], dc[16], label[80];
+  snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(ds, sizeof ds, "%d", stages);
+  snprintf(dc, sizeof dc, "%d", consumers), snprintf(dk, sizeof dk, "%d", bk);
+  const char *defs[] = {"T",         "bf16", "TC",     "bf16", "BLOCK_M",   dm, "BLOCK_N", dn, "BLOCK_K",
+                        dk,          "STAGES", ds,     "CONSUMERS", dc, NULL};
+  snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s%s", bm, bn, bk, stages, consumers,
+           persistent ? " persistent" : "", pingpong ? " ping-pong" : "");
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS */
+  if (!variant_build_kernel(p->g, "lang/std/gemm_ws.tile", pingpong ? "gemm_ws_pingpong" : "gemm_ws", defs, &k.v))
+    return;
+  k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+  k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
+  k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
+  for (int i = 0; i < 3; i++) k.args[k.nargs++] = tile_arg_tensor(&k.t[i]);
+  k.args[k.nargs++] = tile_arg_i32(p->m);
+  k.args[k.nargs++] = tile_arg_i32(p->n);
+  k.args[k.nargs++] = tile_arg_i32(p->k);
+  uint32_t tiles = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
+  uint32_t sms = (uint32_t)p->g->props.sm_count;
+  k.grid[0] = persistent && sms < tiles ? sms : tiles;
+  k.grid[1] = k.grid[2] = 1;
+  double ms = time_ms(p->g, do_tile_gemm, &k);
+  gemm_report(p, label, GEMM_BF16, ms, p->c);
+  variant_free(&k.v);
+}
+
 static void bench_gemm_kernels(GemmProblem *p) {
   static const struct {
     bool tma;
@@ -704,11 +753,100 @@ static void bench_gemm_kernels(GemmProblem *p) {
   } variants[] = {
       {false, 128, 128, 64, 3, 8}, {false, 128, 128, 64, 4, 8}, {false, 128, 256, 64, 3, 8},
       {false, 128, 256, 64, 4, 8}, {true, 128, 128, 64, 4, 8},  {true, 128, 256, 64, 3, 8},
-      {true, 128, 256, 64, 4, 8},
+      {true, 128, 256, 64, 4, 8},  {true, 128, 256, 64, 4, -8},
   };
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
     bench_tile_gemm(p, variants[i].tma, variants[i].bm, variants[i].bn, variants[i].bk, variants[i].stages,
                     variants[i].warps);
+  static const struct {
+    int bm, bn, bk, stages, consumers;
+    bool persistent, pingpong;
+  } ws[] = {
+      {128, 256, 64, 4, 2, false, false}, {128, 256, 64, 4, 2, true, false}, {128, 256, 64, 3, 2, true, false},
+      {128, 128, 64, 4, 2, true, false},  {128, 128, 64, 4, 2, true, true},  {128, 128, 64, 5, 2, true, true},
+  };
+  for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+    bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,
+                       ws[i].pingpong);
+}
+
+/* ---- GEMM + bias + activation: fused against cuBLAS and a kernel ---- */
+
+/* The activation both sides apply (gelu, tanh form). */
+#define FUSED_ACT "3"
+
+typedef struct FusedAnchor {
+  GemmProblem *p;
+  Variant ew; /* tests/kernels/bias_act.tile */
+  uint64_t c, bias;
+  tile_arg args[5];
+  uint32_t grid[3];
+} FusedAnchor;
+
+static bool do_cublas_then_bias_act(void *ctx) {
+  FusedAnchor *f = ctx;
+  CublasCall call = {f->p, GEMM_BF16, false, false, false, f->c};
+  return do_cublas(&call) && tile_launch(f->ew.kernel, f->grid, NULL, f->args, 5) == TILE_OK;
+}
+
+/* gemm_ws_bias_act (persistent) against cuBLAS's GEMM followed by
+ * bias_act on its C, both C = gelu(A @ B + bias) in bf16; the fused C is
+ * checked against the anchor's on the sampled rows (the anchor rounds the
+ * product to bf16 before the epilogue, so they differ by about that). */
+static void bench_fused_epilogue(GemmProblem *p) {
+  Gpu *g = p->g;
+  size_t n = (size_t)p->n;
+  FusedAnchor f;
+  memset(&f, 0, sizeof f);
+  f.p = p;
+  DBuf bias = {0};
+  Rng r = {n * 7 + 1};
+  bool ok = dbuf_alloc(g, &bias, "bias", "f32", n) && dev_alloc(g, &f.c, (size_t)p->m * n * 2);
+  if (ok) {
+    dbuf_fill(&bias, &r, -1, 1);
+    ok = dbuf_upload(g, &bias);
+    f.bias = bias.dev;
+  }
+  const char *ew_defs[] = {"T", "bf16", "ACT", FUSED_ACT, NULL};
+  ok = ok && variant_build(g, "tests/kernels/bias_act.tile", ew_defs, &f.ew);
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  const char *defs[] = {"T", "bf16", "TC", "bf16", "ACT", FUSED_ACT, NULL};
+  ok = ok && variant_build_kernel(g, "lang/std/gemm_ws.tile", "gemm_ws_bias_act", defs, &k.v);
+  double anchor_ms = -1, ms = -1;
+  if (ok) {
+    int64_t block = variant_const(&f.ew, "BLOCK", 2048);
+    f.args[0] = tile_arg_ptr(f.c), f.args[1] = tile_arg_ptr(f.bias), f.args[2] = tile_arg_i32(p->m);
+    f.args[3] = tile_arg_i32(p->n), f.args[4] = tile_arg_i32(p->n);
+    f.grid[0] = (uint32_t)((p->n + block - 1) / block), f.grid[1] = (uint32_t)p->m, f.grid[2] = 1;
+    anchor_ms = time_ms(g, do_cublas_then_bias_act, &f);
+    k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+    k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
+    k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
+    for (int i = 0; i < 3; i++) k.args[k.nargs++] = tile_arg_tensor(&k.t[i]);
+    k.args[k.nargs++] = tile_arg_ptr(f.bias);
+    k.args[k.nargs++] = tile_arg_i32(p->m);
+    k.args[k.nargs++] = tile_arg_i32(p->n);
+    k.args[k.nargs++] = tile_arg_i32(p->k);
+    uint32_t tiles = (uint32_t)(((p->m + 127) / 128) * ((p->n + 255) / 256)), sms = (uint32_t)g->props.sm_count;
+    k.grid[0] = tiles < sms ? tiles : sms, k.grid[1] = k.grid[2] = 1;
+    ms = time_ms(g, do_tile_gemm, &k);
+  }
+  char name[ROW_NAME_BYTES];
+  snprintf(name, sizeof name, "gemm bf16 %s + bias + gelu: fused gemm_ws_bias_act / cuBLAS + bias_act", p->label);
+  if (ms > 0 && anchor_ms > 0) {
+    add_row(name, gemm_tflops(ms, p), gemm_tflops(anchor_ms, p), "TFLOP/s");
+    double err = gemm_error(p, p->c, false, f.c, NULL, p->rows, GEMM_CHECK_ROWS);
+    printf("  check: relative error %.2e against cuBLAS + bias_act on %d rows: %s\n", err, GEMM_CHECK_ROWS,
+           gemm_error_ok(err) ? "ok" : "WRONG");
+  } else {
+    printf("%-44s failed\n", name);
+  }
+  gemm_poison(p, p->c, true);
+  variant_free(&k.v);
+  variant_free(&f.ew);
+  dbuf_free(g, &bias);
+  if (f.c) tile_mem_free(g->rt, f.c);
 }
 
 static void bench_gemm(Gpu *g) {
@@ -725,7 +863,10 @@ static void bench_gemm(Gpu *g) {
   for (size_t i = 0; tables && i < sizeof shapes / sizeof shapes[0]; i++) {
     GemmProblem p;
     if (gemm_problem_init(&p, g, cublas, tables, &shapes[i])) {
-      if (gemm_anchor_bf16(&p)) bench_gemm_kernels(&p);
+      if (gemm_anchor_bf16(&p)) {
+        bench_gemm_kernels(&p);
+        if (shapes[i].fp8) bench_fused_epilogue(&p); /* the first shape, 8192^3 */
+      }
       if (p.fp8 && gemm_anchor_fp8(&p)) {
         bench_tile_gemm_fp8(&p, 128, 256, 128, 4);
         bench_tile_gemm_fp8(&p, 128, 256, 128, 3);
@@ -818,7 +959,8 @@ static void bench_launch(Gpu *g) {
 
 static void bench_compile(Gpu *g) {
   static const char *const files[] = {"lang/std/softmax.tile",  "lang/std/layernorm.tile", "lang/std/gemm.tile",
-                                      "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",  "lang/std/flash_attention.tile"};
+                                      "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",  "lang/std/flash_attention.tile",
+                                      "lang/std/gemm_ws.tile"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     double t[COMPILE_REPS];
     for (int r = 0; r < COMPILE_REPS; r++) {

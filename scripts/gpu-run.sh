@@ -15,7 +15,7 @@ sanitize=false
 [ "${1:-}" = "--sanitize" ] && sanitize=true
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
 rc=0
-./gpu-dist/tile-gpu --root . test 2>&1 | tee "$out/gpu-tests.log" || rc=1
+timeout "${TEST_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . test 2>&1 | tee "$out/gpu-tests.log" || rc=1
 if $sanitize; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # The debug-mode trap tests trap on purpose: not under the sanitizer.
@@ -44,7 +44,7 @@ fi
 fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 { $fa && $fa --causal --dim 128 --seqlen 300 --heads 3; } 2>&1 | tee "$out/main-job.log" || rc=1
 ./gpu-dist/saxpy 2>&1 | tee "$out/saxpy.log" || rc=1
-$sanitize || ./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
+$sanitize || timeout "${BENCH_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
 echo
 grep -E "passed|FAIL" "$out/gpu-tests.log" | tail -5
 $sanitize && cat "$out/sanitize.txt"

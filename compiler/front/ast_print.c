@@ -36,6 +36,12 @@ static void print_args(const Arg *args, int n, StrBuf *out) {
 }
 
 static void print_expr(const Expr *e, StrBuf *out) {
+  /* the tree of a file with syntax errors may lack parts (the parser
+   * reports them and goes on) */
+  if (!e) {
+    sb_puts(out, "<missing>");
+    return;
+  }
   switch (e->kind) {
   case EX_INT: sb_printf(out, "%llu", (unsigned long long)e->ival); break;
   case EX_FLOAT: sb_printf(out, "%.17g", e->fval); break;
@@ -185,6 +191,7 @@ static void print_stmt(const Stmt *s, StrBuf *out, int depth) {
 }
 
 static void print_block(const AstBlock *b, StrBuf *out, int depth) {
+  if (!b) return;
   for (int i = 0; i < b->nstmts; i++) print_stmt(b->stmts[i], out, depth);
 }
 

@@ -64,19 +64,32 @@
  *   mbar_wait        (bars, i) {elected}: all threads (elected: only the
  *                    thread that issues TMA copies) wait for the next
  *                    phase of bars[i]; each thread counts the phases it
- *                    has waited for, per barrier
+ *                    has waited for, per barrier. (bars, i, parity): wait
+ *                    until the phase of that parity (i32 0 or 1) of
+ *                    bars[i] has completed, counting nothing
+ *   ring_next        (bars: mbar[n], advance: i32) -> i32: this thread's
+ *                    position p in [0, 2n) in the ring that bars guard
+ *                    (slot p % n, phase p / n), starting at 0; advances
+ *                    it by `advance` (mod 2n) afterwards
  *   tma_load         (buf, desc, bars, i, coords..): one thread copies the
  *                    box at coords into buf, completing on bars[i]
  *                    (elements outside the tensor become 0)
- *   tma_store        (desc, buf, coords..): one thread copies buf into the
- *                    tensor (clipped) and waits until buf has been read
+ *   tma_store        (desc, buf, coords..) {deferred}: one thread copies
+ *                    buf into the tensor (clipped) and waits until buf has
+ *                    been read (deferred: does not wait; tma_store_wait)
+ *   tma_store_wait   (buf) {pending}: the thread that issues TMA stores
+ *                    waits until at most `pending` of its stores still
+ *                    read their buffers (buf: the one whose reads this
+ *                    waits for, so that its live range reaches here)
  *   async_copy       (buf, ptrs[, mask]): every thread starts copies of its
  *                    elements into buf (masked-off elements become 0)
  *   async_commit     closes this thread's group of async copies
  *   async_wait       {pending}: until at most `pending` groups are open
  *   fence_async      orders this thread's shared-memory writes before
  *                    later reads by the async proxy (wgmma, TMA stores)
- *   barrier          all threads of the block
+ *   barrier          all threads of the block; inside the consumer region
+ *                    of a warp_split, all consumer threads (a named
+ *                    barrier)
  *   wgmma            (a, b: smem, acc: f32[M, N]) {trans_a, trans_b} ->
  *                    acc + a.b; a is a buffer or a register tile; a buffer
  *                    with trans_x holds the operand transposed ([K, M] for
@@ -84,6 +97,13 @@
  *                    feed another wgmma's acc or a wgmma_wait
  *   wgmma_wait       (accs..) {pending} -> accs: when at most `pending`
  *                    wgmma groups are still running
+ *   warp_split       {producers, consumers, producer_registers,
+ *                    consumer_registers}: the rest of the kernel, as two
+ *                    regions: region 0 runs on the first `producers`
+ *                    warpgroups (TMA issue and what it needs), region 1
+ *                    on the `consumers` warpgroups after them (all other
+ *                    work; tile layouts cover these warps only); each
+ *                    warpgroup first sets its threads' register count
  */
 #ifndef TILE_IR_H
 #define TILE_IR_H

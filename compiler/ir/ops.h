@@ -112,21 +112,26 @@
   /* GPU operations of the lowered IR (see nvptx/schedule.c) */       \
   X(SMEM_ALLOC,   "smem_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,swizzle,ring") \
   X(SMEM_INDEX,   "smem_index",    2,  1, 0, OPF_GPU | OPF_PURE, "")  \
-  X(SMEM_STORE,   "smem_store",    2,  0, 0, OPF_GPU | OPF_WRITE, "") \
+  X(SMEM_STORE,   "smem_store",    2,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "column") \
   X(SMEM_LOAD,    "smem_load",     1,  1, 0, OPF_GPU | OPF_READ, "")  \
   X(MBAR_ALLOC,   "mbar_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,count,first_parity")  \
   X(MBAR_EXPECT,  "mbar_expect",   2,  0, 0, OPF_GPU | OPF_WRITE, "bytes") \
   X(MBAR_ARRIVE,  "mbar_arrive",   2,  0, 0, OPF_GPU | OPF_WRITE, "")  \
-  X(MBAR_WAIT,    "mbar_wait",     2,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "elected")  \
+  X(MBAR_WAIT,    "mbar_wait",    -1,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "elected")  \
+  X(RING_NEXT,    "ring_next",     2,  1, 0, OPF_GPU | OPF_WRITE, "")  \
   X(TMA_LOAD,     "tma_load",     -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
-  X(TMA_STORE,    "tma_store",    -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(TMA_STORE,    "tma_store",    -1,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "deferred")  \
+  X(TMA_STORE_WAIT, "tma_store_wait", 1, 0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending")  \
   X(ASYNC_COPY,   "async_copy",   -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(ASYNC_COMMIT, "async_commit",  0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(ASYNC_WAIT,   "async_wait",    0,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending") \
   X(FENCE_ASYNC,  "fence_async",   0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(BARRIER,      "barrier",       0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(WGMMA,        "wgmma",         3,  1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "trans_a,trans_b") \
-  X(WGMMA_WAIT,   "wgmma_wait",   -1, -1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending")
+  X(WGMMA_WAIT,   "wgmma_wait",   -1, -1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending") \
+  X(CONSUMER_ID,  "consumer_id",   0,  1, 0, OPF_GPU | OPF_PURE, "")   \
+  X(WARP_SPLIT,   "warp_split",    0,  0, 2, OPF_GPU | OPF_WRITE,            \
+    "producers,consumers,producer_registers,consumer_registers")
 
 typedef enum OpKind {
 #define X(name, text, nops, nres, nreg, flags, attrs) OP_##name,

@@ -74,16 +74,42 @@ static void check_index(Verifier *v, const Op *op) {
   if (!type_eq(r, want)) report(v, op, "result must be %s, got %s", tt(want).s, tt(r).s);
 }
 
+/* smem_store may write columns [column, column + w) of a tile wider than
+ * the buffer (w, its last dimension): the other dimensions equal. */
+static bool is_column_part(TType val, TType b, int64_t column) {
+  int last = b.rank - 1, w = b.shape[last];
+  if (val.rank != b.rank || val.kind != b.pointee || val.shape[last] <= w) return false;
+  for (int i = 0; i < last; i++)
+    if (val.shape[i] != b.shape[i]) return false;
+  return column >= 0 && column % w == 0 && column + w <= val.shape[last];
+}
+
 static void check_store_load(Verifier *v, const Op *op) {
   TType b = opt(op, 0);
   if (!expect(v, op, is_smem(b), "operand 0 must be a shared buffer")) return;
   TType val = op->kind == OP_SMEM_STORE ? opt(op, 1) : op->results[0].type;
+  if (op->kind == OP_SMEM_STORE && !type_eq(val, held(b))) {
+    if (!is_column_part(val, b, op->attr[0]))
+      report(v, op, "the tile must be %s, or a wider one whose columns [column, column + %d) it takes; got %s "
+                    "(column %lld)",
+             tt(held(b)).s, b.shape[b.rank - 1], tt(val).s, (long long)op->attr[0]);
+    return;
+  }
+  if (op->kind == OP_SMEM_STORE && op->attr[0]) report(v, op, "column %lld of a tile as wide as the buffer", (long long)op->attr[0]);
   if (!type_eq(val, held(b))) report(v, op, "the tile must be %s, got %s", tt(held(b)).s, tt(val).s);
 }
 
 static void check_mbar_op(Verifier *v, const Op *op) {
+  uint32_t most = op->kind == OP_MBAR_WAIT ? 3 : 2;
+  if (op->noperands < 2 || op->noperands > most) {
+    report(v, op, "expected %s operands", most == 3 ? "2 or 3" : "2");
+    return;
+  }
   if (!expect(v, op, is_mbar(opt(op, 0)), "operand 0 must be an mbarrier array")) return;
   expect(v, op, is_i32_scalar(opt(op, 1)), "the barrier index must be an i32 scalar");
+  if (op->noperands == 3) {
+    expect(v, op, is_i32_scalar(opt(op, 2)), "the parity must be an i32 scalar");
+  }
   if (op->kind == OP_MBAR_EXPECT && (op->attr[0] < 1 || op->attr[0] > MBAR_MAX_TX_BYTES))
     report(v, op, "%lld transaction bytes do not fit one mbarrier phase", (long long)op->attr[0]);
 }
@@ -172,6 +198,23 @@ static void check_wgmma_wait(Verifier *v, const Op *op) {
     if (!type_eq(opt(op, i), op->results[i].type)) report(v, op, "result %u must have the type of operand %u", i, i);
 }
 
+static void check_ring_next(Verifier *v, const Op *op) {
+  expect(v, op, is_mbar(opt(op, 0)), "operand 0 must be an mbarrier array");
+  expect(v, op, is_i32_scalar(opt(op, 1)), "the advance must be an i32 scalar");
+  expect(v, op, is_i32_scalar(op->results[0].type), "the result must be an i32 scalar");
+}
+
+/* Only at the top of the kernel body; its regions yield nothing. */
+static void check_warp_split(Verifier *v, const Op *op) {
+  if (op->parent && op->parent->parent) report(v, op, "warp_split must be in the kernel body, not nested");
+  if (op->attr[0] < 1 || op->attr[1] < 1) report(v, op, "needs at least one producer and one consumer warpgroup");
+  for (int r = 0; r < 2; r++) {
+    const Op *y = op->regions[r].last;
+    if (op->regions[r].nargs) report(v, op, "region %d must have no arguments", r);
+    if (!y || y->kind != OP_YIELD || y->noperands) report(v, op, "region %d must end with a yield of nothing", r);
+  }
+}
+
 void verify_gpu_op(Verifier *v, const Op *op) {
   switch ((OpKind)op->kind) {
   case OP_SMEM_ALLOC: case OP_MBAR_ALLOC: check_alloc(v, op); break;
@@ -182,6 +225,11 @@ void verify_gpu_op(Verifier *v, const Op *op) {
   case OP_ASYNC_COPY: check_async_copy(v, op); break;
   case OP_WGMMA: check_wgmma(v, op); break;
   case OP_WGMMA_WAIT: check_wgmma_wait(v, op); break;
+  case OP_RING_NEXT: check_ring_next(v, op); break;
+  case OP_WARP_SPLIT: check_warp_split(v, op); break;
+  case OP_TMA_STORE_WAIT:
+    expect(v, op, is_smem(opt(op, 0)), "operand 0 must be a shared buffer");
+    /* fall through */
   case OP_ASYNC_WAIT:
     if (op->attr[0] < 0) report(v, op, "pending must not be negative");
     break;

@@ -1220,8 +1220,10 @@ done:
 
 /* ---- entry points -------------------------------------------------------- */
 
-/* The note ptxas gives when calls serialize a kernel's wgmma. */
+/* The notes ptxas gives when calls serialize a kernel's wgmma, and when
+ * it drops setmaxnreg in relocatable code. */
 #define SERIALIZED_BY_CALLS "(C7509)"
+#define SETMAXNREG_IGNORED "(C7504)"
 
 bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinResult *out,
                    char **error) {
@@ -1264,9 +1266,12 @@ bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinR
     /* nvJitLink compiles PTX as relocatable code, where ptxas's
      * out-of-line slow path of a correctly rounded division counts as an
      * external call, and an external call serializes every wgmma of the
-     * kernel (note C7509). A whole-program ptxas does not: auto redoes
-     * such a module with ptxas when it is installed. */
-    if (ok && opts->linker == CUBIN_AUTO && out->info_log && strstr(out->info_log, SERIALIZED_BY_CALLS)) {
+     * kernel (note C7509). In relocatable code ptxas also drops
+     * setmaxnreg (note C7504), so a warp-specialized kernel would keep
+     * one register budget for all its warps. A whole-program ptxas has neither problem: auto redoes such
+     * a module with ptxas when it is installed. */
+    if (ok && opts->linker == CUBIN_AUTO && out->info_log &&
+        (strstr(out->info_log, SERIALIZED_BY_CALLS) || strstr(out->info_log, SETMAXNREG_IGNORED))) {
       CubinResult again = {0};
       char *ptxas_error = NULL;
       if (compile_ptxas(opts, text, n, arch, &again, &ptxas_error) == PTXAS_OK) {

@@ -76,11 +76,35 @@ LLVMValueRef call_intrinsic(Lower *L, const char *name, LLVMTypeRef ret, LLVMVal
   return LLVMBuildCall2(L->b, fty, fn, args, (unsigned)nargs, "");
 }
 
-void barrier(Lower *L) { call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL, 0); }
+void barrier(Lower *L) {
+  if (L->role == ROLE_NONE) {
+    call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL, 0);
+    return;
+  }
+  if (L->role == ROLE_PRODUCER) {
+    lower_error(L, L->cur_op, "internal: a barrier in the producer warps' code");
+    return;
+  }
+  /* the consumer warpgroups only: the producers never arrive; ping-pong
+   * warpgroups each on a barrier of their own */
+  LLVMValueRef id = const_i32(L, BARRIER_CONSUMERS);
+  if (L->k->roles.pingpong) {
+    LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+    id = LLVMBuildAdd(L->b, LLVMBuildSub(L->b, wg, const_i32(L, L->k->roles.producers), ""),
+                      const_i32(L, BARRIER_PINGPONG_FIRST), "barrier_id");
+  }
+  LLVMValueRef args[2] = {id, const_i32(L, 32 * L->num_warps)};
+  call_intrinsic(L, "llvm.nvvm.barrier.sync.cnt", L->t_void, args, 2);
+}
 
 LLVMBasicBlockRef new_block(Lower *L, const char *name) { return LLVMAppendBasicBlockInContext(L->ctx, L->fn, name); }
 
 unsigned smem_need(Lower *L, unsigned bytes) {
+  if (L->role == ROLE_CONSUMER && L->k->roles.pingpong)
+    lower_error(L, L->cur_op,
+                "this op needs scratch shared memory (a layout conversion or a reduction across warps), which "
+                "ping-pong consumer warpgroups would share; use cooperative consumers (@warp_specialize on the kernel "
+                "only)");
   return smem_scratch(L->k->plan, L->cur_op ? L->cur_op->scratch : 0, bytes);
 }
 
@@ -96,7 +120,12 @@ LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMT
   return LLVMBuildCall2(L->b, fty, a, args, (unsigned)nargs, "");
 }
 
-LLVMValueRef is_elected(Lower *L) { return LLVMBuildICmp(L->b, LLVMIntEQ, L->tid, const_i32(L, 0), "elected"); }
+LLVMValueRef is_elected(Lower *L) {
+  /* consumers: thread 0 of the consumers (of each warpgroup, ping-pong);
+   * otherwise thread 0 of the block */
+  LLVMValueRef t = L->role == ROLE_CONSUMER ? L->tid : L->tid_raw;
+  return LLVMBuildICmp(L->b, LLVMIntEQ, t, const_i32(L, 0), "elected");
+}
 
 void guarded(Lower *L, LLVMValueRef pred, GuardedFn fn, void *ctx) {
   LLVMBasicBlockRef then = new_block(L, "guard"), done = new_block(L, "guard.end");
@@ -445,6 +474,8 @@ static bool lower_gpu_op(Lower *L, const Op *op) {
   case OP_FENCE_ASYNC: lower_fence_async(L); break;
   case OP_BARRIER: barrier(L); break;
   case OP_WGMMA_WAIT: lower_wgmma_wait(L, op); break;
+  case OP_TMA_STORE_WAIT: lower_tma_store_wait(L, op); break;
+  case OP_WARP_SPLIT: lower_warp_split(L, op); break;
   default: return false;
   }
   return true;
@@ -490,6 +521,13 @@ static void lower_op(Lower *L, const Op *op) {
     break;
   case OP_DOT: t = lower_dot(L, op, l); break;
   case OP_SMEM_LOAD: t = lower_smem_load(L, op, l); break;
+  case OP_RING_NEXT: t = lower_ring_next(L, op, l); break;
+  case OP_CONSUMER_ID: {
+    t = lt_new(L, l);
+    LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+    t->regs[0] = LLVMBuildSub(L->b, wg, const_i32(L, L->k->roles.producers), "consumer_id");
+    break;
+  }
   case OP_WGMMA: t = lower_wgmma(L, op, l); break;
   default: t = lower_value_op(L, op, l); break;
   }
@@ -498,6 +536,49 @@ static void lower_op(Lower *L, const Op *op) {
 
 static void lower_block(Lower *L, const Block *b) {
   for (Op *op = b->first; op && !L->failed; op = op->next) lower_op(L, op);
+}
+
+/* ---- warp specialization ---- */
+
+/* The register count ptxas gives each thread at entry when one block of
+ * `threads` fills the SM (65536 registers, granule 8, at most 255). */
+static int entry_registers(int threads) {
+  int r = (SM_REGISTERS / threads) & ~(WS_REG_GRANULE - 1);
+  return r > THREAD_REGISTERS ? THREAD_REGISTERS & ~(WS_REG_GRANULE - 1) : r;
+}
+
+static void set_registers(Lower *L, int want, int entry) {
+  if (want == entry) return;
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", want < entry ? "dec" : "inc", want);
+  llvm_asm(L, text, "~{memory}", L->t_void, NULL, 0, true);
+}
+
+/* Warpgroups below `producers` run region 0 (its first warp: the copies
+ * are one thread's work; the others leave after giving registers back),
+ * the rest region 1. */
+void lower_warp_split(Lower *L, const Op *op) {
+  const WarpRoles *r = &L->k->roles;
+  int entry = entry_registers(32 * r->block_warps);
+  LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "warpgroup");
+  LLVMValueRef producer = LLVMBuildICmp(L->b, LLVMIntULT, wg, const_i32(L, op->attr[0]), "");
+  LLVMBasicBlockRef pb = new_block(L, "producer"), pw = new_block(L, "producer.warp"), cb = new_block(L, "consumer"),
+                    done = new_block(L, "split.end");
+  LLVMBuildCondBr(L->b, producer, pb, cb);
+  LLVMPositionBuilderAtEnd(L->b, pb);
+  set_registers(L, (int)op->attr[2], entry);
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntULT, L->tid_raw, const_i32(L, 32), ""), pw, done);
+  LLVMPositionBuilderAtEnd(L->b, pw);
+  L->role = ROLE_PRODUCER;
+  lower_block(L, &op->regions[0]);
+  LLVMBuildBr(L->b, done);
+  LLVMPositionBuilderAtEnd(L->b, cb);
+  set_registers(L, (int)op->attr[3], entry);
+  L->role = ROLE_CONSUMER;
+  lower_block(L, &op->regions[1]);
+  LLVMBuildBr(L->b, done);
+  LLVMPositionBuilderAtEnd(L->b, done);
+  L->role = ROLE_NONE;
 }
 
 /* ---- the kernel ---- */
@@ -570,7 +651,10 @@ static bool create_kernel(Lower *L) {
   L->fn = LLVMAddFunction(L->mod, f->name, fty);
   LLVMSetFunctionCallConv(L->fn, PTX_KERNEL_CC);
   add_annotation(L, "kernel", 1);
-  add_annotation(L, "maxntidx", 32 * L->num_warps);
+  add_annotation(L, "maxntidx", 32 * L->k->roles.block_warps);
+  /* With setmaxnreg, ptxas needs the register count at entry fixed: one
+   * block per SM pins it (HOPPER-FACTS.md section 11). */
+  if (L->k->roles.producers) add_annotation(L, "minctasm", 1);
   add_grid_constants(L, tensors, ntensors);
   for (int i = 0; i < ntensors; i++) mark_tensor_map_param(L, tensors[i]);
   for (int i = 0; i < n; i++) {
@@ -586,7 +670,13 @@ static bool create_kernel(Lower *L) {
   L->entry_b = LLVMCreateBuilderInContext(L->ctx);
   LLVMPositionBuilderAtEnd(L->entry_b, L->entry_bb);
   LLVMPositionBuilderAtEnd(L->b, L->entry_bb);
-  L->tid = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.tid.x", L->t_i32, NULL, 0);
+  L->tid_raw = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.tid.x", L->t_i32, NULL, 0);
+  /* Tile layouts number the threads that compute: with producer
+   * warpgroups, the consumers from 0 (the producers' numbers are unused). */
+  int first = 32 * WARPGROUP_WARPS * L->k->roles.producers;
+  L->tid = first ? LLVMBuildSub(L->b, L->tid_raw, const_i32(L, first), "ctid") : L->tid_raw;
+  /* ping-pong: within each consumer warpgroup */
+  if (L->k->roles.pingpong) L->tid = LLVMBuildAnd(L->b, L->tid, const_i32(L, 32 * WARPGROUP_WARPS - 1), "wgtid");
   L->lane = LLVMBuildAnd(L->b, L->tid, const_i32(L, 31), "lane");
   L->warp = LLVMBuildLShr(L->b, L->tid, const_i32(L, 5), "warp");
   LLVMTypeRef smem_ty = LLVMArrayType2(L->t_i8, 0);
@@ -604,14 +694,6 @@ static bool create_kernel(Lower *L) {
     set_tile(L, &f->body.args[i], t);
   }
   return true;
-}
-
-int lower_num_warps(const Func *f) {
-  /* Layouts need a power-of-two warp count; @warp_specialize (not acted
-   * on yet) can ask for 12 warps: run on the largest power of two below. */
-  int w = f->warps ? f->warps : 4;
-  while (w & (w - 1)) w &= w - 1;
-  return w;
 }
 
 bool lower_func(const GpuKernel *k, LLVMContextRef ctx, Diags *diags, const GpuOptions *opt, LowerResult *out) {
@@ -646,7 +728,7 @@ bool lower_func(const GpuKernel *k, LLVMContextRef ctx, Diags *diags, const GpuO
   ok = ok && !L.failed;
   out->module = L.mod;
   out->shared_bytes = k->plan->top;
-  out->num_warps = L.num_warps;
+  out->num_warps = k->roles.block_warps;
   LLVMDisposeBuilder(L.b);
   if (L.entry_b) LLVMDisposeBuilder(L.entry_b);
   arena_free(&L.arena);

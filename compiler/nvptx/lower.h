@@ -57,11 +57,8 @@ typedef struct LTile {
 typedef struct LowerResult {
   LLVMModuleRef module;
   unsigned shared_bytes; /* dynamic shared memory the kernel needs */
-  int num_warps;
+  int num_warps;         /* warps per block */
 } LowerResult;
-
-/* Warps a kernel runs with: @warps, or 4. */
-int lower_num_warps(const Func *f);
 
 /* Options of the back end (tc_codegen_options). */
 typedef struct GpuOptions {
@@ -80,7 +77,8 @@ typedef struct GpuOptions {
 typedef struct SmemPlan SmemPlan;
 typedef struct GpuKernel {
   Func *f;
-  int num_warps;
+  int num_warps; /* warps the tile layouts cover (roles.compute_warps) */
+  WarpRoles roles;
   AxisAnalysis *axes;
   LayoutMap *layouts;
   SmemPlan *plan;

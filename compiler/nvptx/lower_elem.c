@@ -146,13 +146,33 @@ static LLVMValueRef float_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, Scala
   LLVMValueRef zeros = LLVMBuildBitCast(L->b, is_max ? LLVMBuildAnd(L->b, xb, yb, "") : LLVMBuildOr(L->b, xb, yb, ""),
                                         llvm_elem_type(L, ck), "");
   r = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealOEQ, x, y, ""), zeros, r, "");
-  return float_to_float(L, r, ck, k);
+  if (ck == k) return r;
+  /* a narrow kind: the result is one of the operands, chosen by its f32
+   * copy (converting the f32 result back would saturate an fp8 infinity) */
+  LLVMValueRef is_x = LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildBitCast(L->b, r, it, ""), xb, "");
+  return LLVMBuildSelect(L->b, is_x, a, b, "");
 }
 
 static LLVMValueRef int_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, ScalarKind k, bool is_max) {
   bool u = is_unsigned_kind(k);
   LLVMIntPredicate p = is_max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT);
   return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, p, a, b, ""), a, b, "");
+}
+
+LLVMValueRef lower_widen_float(Lower *L, LLVMValueRef v, ScalarKind k) {
+  return narrow_float(k) ? float_to_float(L, v, k, SK_F32) : v;
+}
+
+/* A bitcast. NVPTX cannot select one between f16 and bf16, and LLVM
+ * folds a chain through i16 back into one, so every bitcast from or to a
+ * 16-bit float goes through an i16 move that LLVM cannot see into. */
+static LLVMValueRef bitcast_scalar(Lower *L, LLVMValueRef v, ScalarKind from, ScalarKind to) {
+  LLVMTypeRef t = llvm_elem_type(L, to);
+  bool half_from = from == SK_F16 || from == SK_BF16, half_to = to == SK_F16 || to == SK_BF16;
+  if (!(half_from || half_to) || from == to) return LLVMBuildBitCast(L->b, v, t, "");
+  LLVMValueRef bits = LLVMBuildBitCast(L->b, v, L->t_i16, "");
+  bits = llvm_asm(L, "mov.b16 $0, $1;", "=h,h", L->t_i16, &bits, 1, false);
+  return LLVMBuildBitCast(L->b, bits, t, "");
 }
 
 LLVMValueRef lower_binary_scalar(Lower *L, OpKind kind, LLVMValueRef a, LLVMValueRef b, ScalarKind k) {
@@ -409,7 +429,7 @@ static LTile *lower_elementwise(Lower *L, const Op *op, const Layout *l) {
       break;
     }
     case OP_CAST: v = cast_scalar(L, a[0], k, rk); break;
-    case OP_BITCAST: v = LLVMBuildBitCast(L->b, a[0], llvm_elem_type(L, rk), ""); break;
+    case OP_BITCAST: v = bitcast_scalar(L, a[0], k, rk); break;
     case OP_SELECT: v = LLVMBuildSelect(L->b, a[0], a[1], a[2], ""); break;
     case OP_FMA: {
       ScalarKind ck = narrow_float(rk) ? SK_F32 : rk;

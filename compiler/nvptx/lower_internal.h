@@ -42,6 +42,20 @@ typedef struct LBuf {
   SmemLayout layout;
 } LBuf;
 
+/* Which warps the code being lowered runs on (warp_split). */
+typedef enum LowerRole { ROLE_NONE, ROLE_PRODUCER, ROLE_CONSUMER } LowerRole;
+
+/* Named barrier ids: 0 is the whole block (bar.sync 0); the consumer
+ * warpgroups of a split kernel synchronize on 1; ping-pong consumer
+ * warpgroup i on 2 + i (at most 8 consumers: ids up to 9 of 16). */
+#define BARRIER_CONSUMERS 1
+#define BARRIER_PINGPONG_FIRST 2
+/* The register file of an SM, ptxas's per-thread ceiling, and the granule
+ * of register counts (setmaxnreg, the allocation unit). */
+#define SM_REGISTERS 65536
+#define THREAD_REGISTERS 255
+#define WS_REG_GRANULE 8
+
 typedef struct Lower {
   const Func *f;
   const GpuKernel *k;
@@ -58,7 +72,9 @@ typedef struct Lower {
   LayoutMap *layouts;
   AxisAnalysis *axes;
   int num_warps;
-  LLVMValueRef tid, lane, warp;
+  LLVMValueRef tid, lane, warp; /* numbered among the threads that compute */
+  LLVMValueRef tid_raw;         /* tid.x */
+  LowerRole role;
   LLVMValueRef smem;
   PtrMap fixed;     /* Value* -> LTile* */
   PtrMap flexible;  /* Value* -> FlexTiles* */
@@ -124,6 +140,8 @@ LTile *lower_value_op(Lower *L, const Op *op, const Layout *l);
 LLVMValueRef cast_scalar(Lower *L, LLVMValueRef v, ScalarKind from, ScalarKind to);
 /* A binary elementwise op (add .. min) on two scalars of kind k. */
 LLVMValueRef lower_binary_scalar(Lower *L, OpKind kind, LLVMValueRef a, LLVMValueRef b, ScalarKind k);
+/* A 16-bit or fp8 float as f32 (other values as they are). */
+LLVMValueRef lower_widen_float(Lower *L, LLVMValueRef v, ScalarKind k);
 bool is_unsigned_kind(ScalarKind k);
 
 /* ---- lower_mem.c ---- */
@@ -172,5 +190,11 @@ void lower_mbar_arrive(Lower *L, const Op *op);
 void lower_mbar_wait(Lower *L, const Op *op);
 void lower_tma_load(Lower *L, const Op *op);
 void lower_tma_store(Lower *L, const Op *op);
+void lower_tma_store_wait(Lower *L, const Op *op);
+/* This thread's position in a ring (ring_next). */
+LTile *lower_ring_next(Lower *L, const Op *op, const Layout *l);
+
+/* ---- lower.c: warp specialization ---- */
+void lower_warp_split(Lower *L, const Op *op);
 
 #endif

@@ -113,13 +113,87 @@ static LLVMValueRef reg_ptr(Lower *L, const LBuf *b, const Layout *l, ThreadOffs
   return LLVMBuildGEP2(L->b, L->t_i8, b->ptr, &off, 1, "");
 }
 
-static void write_tile(Lower *L, const LBuf *b, const LTile *t, ScalarKind k) {
+/* A column range of a tile: the registers whose last coordinate is in
+ * [first, first + width) go to a buffer `width` wide. In flat indices
+ * (row-major, power-of-two dimensions) the bits of the column below
+ * log2(width) stay, the bits from there to log2(cols) select the range
+ * (they must equal first's), the row bits above move down. */
+typedef struct Part {
+  uint32_t select;  /* flat bits that select the range */
+  uint32_t want;    /* their value for this range */
+  int low, high;    /* log2(width), log2(cols) */
+} Part;
+
+static uint32_t part_map(const Part *pt, uint32_t x) {
+  return ((x >> pt->high) << pt->low) | (x & ((1u << pt->low) - 1));
+}
+
+static int log2i(int x) {
+  int n = 0;
+  while ((1 << n) < x) n++;
+  return n;
+}
+
+/* The layout of the part as a tile of the buffer's shape. */
+static Layout part_layout(const Layout *l, const Part *pt, int width) {
+  Layout d = *l;
+  d.shape[d.rank - 1] = width;
+  for (int i = 0; i < d.nreg; i++) d.reg[i] = part_map(pt, l->reg[i]);
+  for (int i = 0; i < d.nlane; i++) d.lane[i] = part_map(pt, l->lane[i]);
+  for (int i = 0; i < d.nwarp; i++) d.warp[i] = part_map(pt, l->warp[i]);
+  return d;
+}
+
+/* This thread's share of the selecting bits (entry block), and whether
+ * any lane or warp bit has one. */
+static LLVMValueRef thread_select(Lower *L, const Layout *l, const Part *pt, bool *varies) {
+  LLVMBuilderRef b = L->entry_b;
+  LLVMValueRef acc = const_i32(L, 0);
+  const uint32_t *bases[2] = {l->lane, l->warp};
+  int counts[2] = {l->nlane, l->nwarp};
+  LLVMValueRef ids[2] = {L->lane, L->warp};
+  *varies = false;
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < counts[k]; i++) {
+      uint32_t sel = bases[k][i] & pt->select;
+      if (!sel) continue;
+      *varies = true;
+      LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, ids[k], const_i32(L, i), ""), const_i32(L, 1), "");
+      acc = LLVMBuildXor(b, acc, LLVMBuildMul(b, bit, const_i32(L, (int64_t)sel), ""), "");
+    }
+  return acc;
+}
+
+/* Writes t into b; with `pt`, only the part it selects. */
+static void write_tile_part(Lower *L, const LBuf *b, const LTile *t, ScalarKind k, const Part *pt) {
   int eb = scalar_bytes(k);
-  ThreadOffset to = thread_offset(L, t->layout, &b->layout);
-  int v = vector_regs(t->layout, &b->layout, eb);
+  Layout part;
+  const Layout *l = t->layout;
+  bool varies = false;
+  LLVMValueRef tsel = NULL;
+  if (pt) {
+    part = part_layout(t->layout, pt, 1 << pt->low);
+    l = &part;
+    tsel = thread_select(L, t->layout, pt, &varies);
+  }
+  ThreadOffset to = thread_offset(L, l, &b->layout);
+  int v = vector_regs(l, &b->layout, eb);
   LLVMTypeRef et = llvm_mem_type(L, k);
   for (int r = 0; r < t->nregs; r += v) {
-    LLVMValueRef p = reg_ptr(L, b, t->layout, to, r), val;
+    LLVMBasicBlockRef skip = NULL;
+    if (pt) {
+      uint32_t rsel = layout_apply(t->layout, (uint32_t)r, 0, 0) & pt->select;
+      if (!varies && rsel != pt->want) continue;
+      if (varies) {
+        LLVMValueRef mine = LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildXor(L->b, tsel, const_i32(L, rsel), ""),
+                                          const_i32(L, pt->want), "");
+        LLVMBasicBlockRef put = new_block(L, "part.store");
+        skip = new_block(L, "part.next");
+        LLVMBuildCondBr(L->b, mine, put, skip);
+        LLVMPositionBuilderAtEnd(L->b, put);
+      }
+    }
+    LLVMValueRef p = reg_ptr(L, b, l, to, r), val;
     if (v == 1) {
       val = k == SK_I1 ? LLVMBuildZExt(L->b, t->regs[r], L->t_i8, "") : t->regs[r];
     } else {
@@ -127,8 +201,14 @@ static void write_tile(Lower *L, const LBuf *b, const LTile *t, ScalarKind k) {
       for (int i = 0; i < v; i++) val = LLVMBuildInsertElement(L->b, val, t->regs[r + i], const_i32(L, i), "");
     }
     LLVMSetAlignment(LLVMBuildStore(L->b, val, p), (unsigned)(v * eb));
+    if (skip) {
+      LLVMBuildBr(L->b, skip);
+      LLVMPositionBuilderAtEnd(L->b, skip);
+    }
   }
 }
+
+static void write_tile(Lower *L, const LBuf *b, const LTile *t, ScalarKind k) { write_tile_part(L, b, t, k, NULL); }
 
 static LTile *read_tile(Lower *L, const LBuf *b, const Layout *l, ScalarKind k) {
   int eb = scalar_bytes(k);
@@ -153,7 +233,17 @@ void lower_smem_store(Lower *L, const Op *op) {
   LBuf *b = get_buf(L, op->operands[0]);
   const Value *v = op->operands[1];
   LTile *t = b ? get_fixed(L, v) : NULL;
-  if (t) write_tile(L, b, t, (ScalarKind)v->type.kind);
+  if (!t) return;
+  TType bt = op->operands[0]->type, vt = v->type;
+  int width = bt.shape[bt.rank - 1], cols = vt.shape[vt.rank - 1];
+  if (width == cols) {
+    write_tile(L, b, t, (ScalarKind)vt.kind);
+    return;
+  }
+  /* columns [column, column + width) of a wider tile (the verifier checked
+   * the shapes: powers of two, column a multiple of width) */
+  Part pt = {(uint32_t)(cols - 1) & ~(uint32_t)(width - 1), (uint32_t)op->attr[0], log2i(width), log2i(cols)};
+  write_tile_part(L, b, t, (ScalarKind)vt.kind, &pt);
 }
 
 LTile *lower_smem_load(Lower *L, const Op *op, const Layout *l) {

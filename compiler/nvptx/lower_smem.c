@@ -108,8 +108,11 @@ typedef struct RedVal {
   LLVMValueRef v, idx; /* idx: i32 position along the axis (arg reductions) */
 } RedVal;
 
+/* Compares work on f32 copies of narrow floats (fp8 values are bytes in
+ * registers, and NVPTX compares no f16/bf16 on its own). */
 static LLVMValueRef is_nan(Lower *L, LLVMValueRef v, ScalarKind k) {
   if (!scalar_is_float(k)) return LLVMConstInt(L->t_i1, 0, 0);
+  v = lower_widen_float(L, v, k);
   return LLVMBuildFCmp(L->b, LLVMRealUNO, v, v, "");
 }
 
@@ -127,8 +130,9 @@ static RedVal combine(Lower *L, OpKind kind, RedVal a, RedVal b, ScalarKind k) {
   bool want_max = kind == OP_ARGMAX;
   LLVMValueRef better, equal;
   if (fl) {
-    better = LLVMBuildFCmp(B, want_max ? LLVMRealOGT : LLVMRealOLT, b.v, a.v, "");
-    equal = LLVMBuildFCmp(B, LLVMRealOEQ, b.v, a.v, "");
+    LLVMValueRef wa = lower_widen_float(L, a.v, k), wb = lower_widen_float(L, b.v, k);
+    better = LLVMBuildFCmp(B, want_max ? LLVMRealOGT : LLVMRealOLT, wb, wa, "");
+    equal = LLVMBuildFCmp(B, LLVMRealOEQ, wb, wa, "");
   } else {
     better = LLVMBuildICmp(B, want_max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), b.v, a.v, "");
     equal = LLVMBuildICmp(B, LLVMIntEQ, b.v, a.v, "");

@@ -34,6 +34,7 @@
 
 typedef struct MbarInfo {
   LLVMValueRef tracker; /* alloca i32 */
+  LLVMValueRef pos;     /* alloca i32: ring_next's position */
   int index_in_kernel;  /* for messages */
 } MbarInfo;
 
@@ -73,6 +74,8 @@ void lower_mbar_alloc(Lower *L, const Op *op) {
   MbarInfo *mi = ARENA_NEW(&L->arena, MbarInfo);
   mi->tracker = LLVMBuildAlloca(L->entry_b, L->t_i32, "phases");
   LLVMBuildStore(L->entry_b, const_i32(L, op->attr[2] ? -1 : 0), mi->tracker);
+  mi->pos = LLVMBuildAlloca(L->entry_b, L->t_i32, "ring_pos");
+  LLVMBuildStore(L->entry_b, const_i32(L, 0), mi->pos);
   mi->index_in_kernel = (int)op->scratch;
   ptrmap_put(&L->trackers, op, mi);
   InitCtx c = {b->ptr, t.shape[0], (int)op->attr[1]};
@@ -169,7 +172,7 @@ static void report_timeout(Lower *L, void *p) {
   vals[2] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.x", L->t_i32, NULL, 0);
   vals[3] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.y", L->t_i32, NULL, 0);
   vals[4] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.z", L->t_i32, NULL, 0);
-  vals[5] = L->tid;
+  vals[5] = L->tid_raw;
   debug_printf(L, fmt, vals, 6);
   call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
 }
@@ -206,13 +209,41 @@ static void spin(Lower *L, void *p) {
   LLVMPositionBuilderAtEnd(L->b, done);
 }
 
-void lower_mbar_wait(Lower *L, const Op *op) {
-  LTile *i = get_fixed(L, op->operands[1]);
+static MbarInfo *mbar_info(Lower *L, const Op *op) {
   const Op *alloc = op->operands[0]->def;
   MbarInfo *mi = alloc ? ptrmap_get(&L->trackers, alloc) : NULL;
+  if (!mi && !L->failed) lower_error(L, op, "internal: an unknown mbarrier array");
+  return mi;
+}
+
+LTile *lower_ring_next(Lower *L, const Op *op, const Layout *l) {
+  MbarInfo *mi = mbar_info(L, op);
+  LTile *adv = mi ? get_fixed(L, op->operands[1]) : NULL;
+  if (!adv) return NULL;
+  int n2 = 2 * op->operands[0]->type.shape[0];
+  LTile *t = lt_new(L, l);
+  t->regs[0] = LLVMBuildLoad2(L->b, L->t_i32, mi->pos, "ring_pos");
+  LLVMValueRef next = LLVMBuildURem(L->b, LLVMBuildAdd(L->b, t->regs[0], adv->regs[0], ""), const_i32(L, n2), "");
+  LLVMBuildStore(L->b, next, mi->pos);
+  return t;
+}
+
+void lower_mbar_wait(Lower *L, const Op *op) {
+  LTile *i = get_fixed(L, op->operands[1]);
+  MbarInfo *mi = mbar_info(L, op);
   LLVMValueRef addr = i && mi ? mbar_addr(L, op->operands[0], i->regs[0]) : NULL;
   if (!addr) {
     if (!L->failed) lower_error(L, op, "internal: wait on an unknown mbarrier");
+    return;
+  }
+  if (op->noperands == 3) { /* the parity given: nothing to count */
+    LTile *par = get_fixed(L, op->operands[2]);
+    if (!par) return;
+    WaitCtx c = {op, addr, LLVMBuildAnd(L->b, par->regs[0], const_i32(L, 1), "parity"), mi};
+    if (op->attr[0])
+      guarded(L, is_elected(L), spin, &c);
+    else
+      spin(L, &c);
     return;
   }
   LLVMValueRef bits = LLVMBuildLoad2(L->b, L->t_i32, mi->tracker, "");
@@ -295,9 +326,18 @@ static void issue_boxes(Lower *L, void *p) {
     }
   if (c->store) {
     llvm_asm(L, "cp.async.bulk.commit_group;", "~{memory}", L->t_void, NULL, 0, true);
-    llvm_asm(L, "cp.async.bulk.wait_group.read 0;", "~{memory}", L->t_void, NULL, 0, true);
+    if (!c->op->attr[0]) llvm_asm(L, "cp.async.bulk.wait_group.read 0;", "~{memory}", L->t_void, NULL, 0, true);
   }
 }
+
+static void store_wait(Lower *L, void *p) {
+  const Op *op = p;
+  char text[64];
+  snprintf(text, sizeof text, "cp.async.bulk.wait_group.read %d;", (int)op->attr[0]);
+  llvm_asm(L, text, "~{memory}", L->t_void, NULL, 0, true);
+}
+
+void lower_tma_store_wait(Lower *L, const Op *op) { guarded(L, is_elected(L), store_wait, (void *)op); }
 
 /* Debug mode: the row start of a box must be on 16 bytes (TMA traps with
  * an illegal instruction otherwise); say which copy and trap. */

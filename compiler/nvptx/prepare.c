@@ -1,5 +1,6 @@
 /* prepare.c - from a kernel's tile IR to what the lowering consumes:
  *
+ *   warp roles        schedule_ws.c       @warps, @warp_specialize: who computes
  *   copy of the tile IR                   (the compilation's IR stays as is)
  *     | axis analysis                     alignment facts for the scheduler
  *     | schedule_func     schedule*.c     GPU operations: buffers, TMA,
@@ -44,16 +45,27 @@ static void check_value(Budget *b, const Op *op, const Value *v) {
   LayoutInfo *info = layouts_get(b->k->layouts, v);
   if (!info || b->flexible == (info->fixed != NULL)) return;
   int n = info->fixed ? 1 : info->nwanted;
+  /* With @warp_specialize the tiles live in the consumer warps, which
+   * have consumer_registers each. */
+  const WarpRoles *r = &b->k->roles;
+  int limit = r->producers && r->consumer_registers < THREAD_MAX_REGISTERS ? r->consumer_registers
+                                                                           : THREAD_MAX_REGISTERS;
   for (int i = 0; i < n; i++) {
     const Layout *l = info->fixed ? info->fixed : info->wanted[i];
     int regs = registers_of(l, v->type);
-    if (regs <= THREAD_MAX_REGISTERS) continue;
+    if (regs <= limit) continue;
     char ty[96];
     type_str(v->type, ty, sizeof ty);
-    diag_error(b->diags, op->loc,
-               "GPU back end: the tile %s needs %d registers per thread with %d warp%s (a thread has at most %d): "
-               "use more warps (@warps) or smaller tiles",
-               ty, regs, b->k->num_warps, b->k->num_warps == 1 ? "" : "s", THREAD_MAX_REGISTERS);
+    if (r->producers)
+      diag_error(b->diags, op->loc,
+                 "GPU back end: the tile %s needs %d registers per thread on %d consumer warps (a consumer thread has "
+                 "%d: @warp_specialize's consumer_registers): use more consumers or smaller tiles",
+                 ty, regs, b->k->num_warps, limit);
+    else
+      diag_error(b->diags, op->loc,
+                 "GPU back end: the tile %s needs %d registers per thread with %d warp%s (a thread has at most %d): "
+                 "use more warps (@warps) or smaller tiles",
+                 ty, regs, b->k->num_warps, b->k->num_warps == 1 ? "" : "s", THREAD_MAX_REGISTERS);
     b->ok = false;
     return;
   }
@@ -67,10 +79,11 @@ static void check_block(Budget *b, const Block *blk) {
 }
 
 bool gpu_prepare(const Func *f, Arena *a, Diags *diags, GpuKernel *out) {
-  out->num_warps = lower_num_warps(f);
+  if (!sched_warp_roles(f, diags, &out->roles)) return false;
+  out->num_warps = out->roles.compute_warps;
   out->f = ir_clone_func(a, f);
   AxisAnalysis *before = axis_analyze(out->f, a);
-  if (!schedule_func(out->f, out->num_warps, before, a, diags, &out->sched)) return false;
+  if (!schedule_func(out->f, &out->roles, before, a, diags, &out->sched)) return false;
   if (!ir_verify_lowered(out->f, diags)) return false;
   out->axes = axis_analyze(out->f, a);
   out->layouts = layouts_assign(out->f, out->num_warps, out->axes, a);

@@ -60,22 +60,32 @@ void sched_error(Sched *s, const Op *op, const char *fmt, ...) {
   s->failed = true;
 }
 
+/* Allocations go to the top of the kernel, in the order they are made
+ * (after the last one; the ops around may have been rewritten since). */
+static IrBuilder alloc_point(Sched *s) {
+  Block *body = &s->f->body;
+  Op *next = s->last_alloc ? s->last_alloc->next : body->first;
+  return next ? irb_before(s->a, next) : irb_at_end(s->a, body);
+}
+
 Value *sched_alloc_smem(Sched *s, SrcLoc loc, ScalarKind elem, int rank, const int32_t *shape, int swizzle) {
-  IrBuilder b = irb_before(s->a, s->alloc_at);
+  IrBuilder b = alloc_point(s);
   b.loc = loc;
   TType t = type_smem(elem, rank, shape);
   Op *op = irb_op(&b, OP_SMEM_ALLOC, 0, NULL, &t);
   op->attr[1] = swizzle;
+  s->last_alloc = op;
   return &op->results[0];
 }
 
 Value *sched_alloc_mbar(Sched *s, SrcLoc loc, int n, int count, int first_parity) {
-  IrBuilder b = irb_before(s->a, s->alloc_at);
+  IrBuilder b = alloc_point(s);
   b.loc = loc;
   TType t = type_mbar(n);
   Op *op = irb_op(&b, OP_MBAR_ALLOC, 0, NULL, &t);
   op->attr[1] = count;
   op->attr[2] = first_parity;
+  s->last_alloc = op;
   return &op->results[0];
 }
 
@@ -365,21 +375,82 @@ static void visit_dot(Sched *s, Op *op) {
 
 static void visit_block_load(Sched *s, Op *op) { block_load_to_buffer(s, op); }
 
+static Op *enclosing_loop(const Op *op) {
+  for (Block *b = op->parent; b && b->parent; b = b->parent->parent)
+    if (b->parent->kind == OP_FOR || b->parent->kind == OP_WHILE) return b->parent;
+  return NULL;
+}
+
+/* A store_block in a loop of a tile wider than 2 boxes goes out box
+ * column by box column through a ring of 2 box-wide slots: before a slot
+ * is written, all stores but the newest have read theirs (the columns
+ * are a power of two of boxes, so the slot's last store is the one before
+ * the newest). The epilogue of a persistent kernel then takes 2 boxes of
+ * shared memory instead of the whole tile, which leaves room for another
+ * stage of the ring. */
+#define STORE_PART_SLOTS 2
+
+static void store_in_parts(Sched *s, Op *op, Op *loop, const DescBox *db) {
+  Value *v = op->operands[1];
+  TType t = v->type;
+  int width = db->box[1], parts = t.shape[1] / width;
+  int32_t shape[3] = {STORE_PART_SLOTS, t.shape[0], width};
+  Value *ring = sched_alloc_smem(s, op->loc, (ScalarKind)t.kind, 3, shape, db->swizzle);
+  ring->def->attr[2] = 1;
+  IrBuilder b = irb_before(s->a, op);
+  Value *coords[2];
+  block_coords(&b, op, 2, coords);
+  for (int j = 0; j < parts; j++) {
+    Value *slot = irb_const_int(&b, SK_I32, j % STORE_PART_SLOTS);
+    Value *view = irb_value(&b, OP_SMEM_INDEX, 2, (Value *[]){ring, slot},
+                            type_smem((ScalarKind)t.kind, 2, (int32_t[]){t.shape[0], width}));
+    sched_void(&b, OP_TMA_STORE_WAIT, 1, (Value *[]){ring}, STORE_PART_SLOTS - 1);
+    sched_barrier(&b);
+    sched_void(&b, OP_SMEM_STORE, 2, (Value *[]){view, v}, (int64_t)j * width);
+    sched_void(&b, OP_FENCE_ASYNC, 0, NULL, 0);
+    sched_barrier(&b);
+    Value *col = j ? irb_binary(&b, OP_ADD, coords[1], irb_const_int(&b, SK_I32, (int64_t)j * width)) : coords[1];
+    Op *st = irb_op(&b, OP_TMA_STORE, 4, (Value *[]){op->operands[0], view, coords[0], col}, NULL);
+    st->attr[0] = 1; /* deferred */
+  }
+  ir_unlink(op);
+  IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
+  post.loc = op->loc;
+  sched_void(&post, OP_TMA_STORE_WAIT, 1, (Value *[]){ring}, 0);
+}
+
+/* registers -> buffer -> TMA store. In a loop (a persistent kernel's
+ * tiles) the store is not waited for where it is issued: the next
+ * iteration waits before it writes the buffer again, and after the loop
+ * the last store is waited for, so the store of one tile overlaps the
+ * work of the next. */
 static void visit_block_store(Sched *s, Op *op) {
   const DescBox *db = sched_desc_box(s, op->operands[0]);
   if (!db) return;
   Value *v = op->operands[1];
   TType t = v->type;
+  Op *in_loop = enclosing_loop(op);
+  if (in_loop && t.rank == 2 && db->swizzle && t.shape[1] > STORE_PART_SLOTS * db->box[1] && db->box[0] == t.shape[0]) {
+    store_in_parts(s, op, in_loop, db);
+    return;
+  }
   Value *buf = sched_alloc_smem(s, op->loc, (ScalarKind)t.kind, t.rank, t.shape, db->swizzle);
   IrBuilder b = irb_before(s->a, op);
   Value *ops[2 + TILE_MAX_RANK] = {op->operands[0], buf};
   block_coords(&b, op, 2, ops + 2);
+  Op *loop = in_loop;
+  if (loop) sched_void(&b, OP_TMA_STORE_WAIT, 1, (Value *[]){buf}, 0);
   sched_barrier(&b);
   sched_void(&b, OP_SMEM_STORE, 2, (Value *[]){buf, v}, 0);
   sched_void(&b, OP_FENCE_ASYNC, 0, NULL, 0);
   sched_barrier(&b);
-  irb_op(&b, OP_TMA_STORE, 2 + t.rank, ops, NULL);
+  Op *st = irb_op(&b, OP_TMA_STORE, 2 + t.rank, ops, NULL);
   ir_unlink(op);
+  if (!loop) return;
+  st->attr[0] = 1; /* deferred */
+  IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
+  post.loc = op->loc;
+  sched_void(&post, OP_TMA_STORE_WAIT, 1, (Value *[]){buf}, 0);
 }
 
 /* smem_load results nothing uses (the dot took the buffer itself). */
@@ -404,12 +475,14 @@ static bool drop_unused_reads(Block *b, PtrMap *uses) {
   return dropped;
 }
 
-bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, Diags *diags, ScheduleResult *out) {
-  Sched s = {f, a, diags, num_warps, axes, f->body.first, out, false};
+bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
+                   ScheduleResult *out) {
+  Sched s = {f, a, diags, roles->compute_warps, axes, NULL, out, false, roles, {0}, 0};
+  ptrmap_init(&s.producer_ops, a);
   out->nparams = (int)f->body.nargs;
   out->descs = ARENA_ARRAY(a, DescBox, out->nparams ? out->nparams : 1);
   memset(out->descs, 0, sizeof(DescBox) * (size_t)(out->nparams ? out->nparams : 1));
-  if (!s.alloc_at) return true;
+  if (!f->body.first) return true;
   plan_descs(&s);
   if (!s.failed) visit_kind(&s, &f->body, OP_FOR, visit_pipeline);
   if (!s.failed) visit_kind(&s, &f->body, OP_DOT, visit_dot);
@@ -423,5 +496,6 @@ bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, D
     count_uses(&f->body, &uses);
     again = drop_unused_reads(&f->body, &uses);
   }
+  sched_split_warps(&s);
   return !s.failed;
 }

@@ -16,6 +16,9 @@
  *                                    of registers; A may stay in registers
  *   load_block / store_block         TMA copies through a buffer
  *   @pipeline(stages = N) loops      rings of N buffers (schedule_pipeline.c)
+ *   @warp_specialize                 producer warpgroups issue the rings'
+ *                                    TMA copies, consumers do the rest
+ *                                    (schedule_ws.c)
  */
 #ifndef TILE_SCHEDULE_H
 #define TILE_SCHEDULE_H
@@ -43,15 +46,35 @@ typedef struct DescBox {
   int elem_bytes;
 } DescBox;
 
+/* How a kernel's warps divide (schedule_ws.c). Without
+ * @warp_specialize every warp computes: producers = consumers = 0 and
+ * compute_warps = block_warps. */
+typedef struct WarpRoles {
+  int producers, consumers; /* warpgroups */
+  int producer_registers, consumer_registers;
+  int block_warps;   /* warps per block (the launch) */
+  int compute_warps; /* warps the tile layouts cover: 4 x consumers (4 for ping-pong) */
+  bool kernel_level; /* on the kernel: every pipelined TMA loop gets producers */
+  bool pingpong;     /* on a tile loop: consumer warpgroups take its iterations in turn */
+} WarpRoles;
+
+/* Warps per warpgroup (wgmma, setmaxnreg). */
+#define WARPGROUP_WARPS 4
+
+/* The split of f's warps, from its @warps and @warp_specialize (kernel or
+ * loop level); false after a diagnostic when they cannot be honoured. */
+bool sched_warp_roles(const Func *f, Diags *diags, WarpRoles *out);
+
 typedef struct ScheduleResult {
   DescBox *descs; /* one per kernel parameter (unused ones have used = false) */
   int nparams;
 } ScheduleResult;
 
 /* Rewrites f (the back end's own copy of a verified kernel) into lowered
- * IR for num_warps warps. `axes` is the alignment analysis of f before
+ * IR for the warps of `roles` (tile code for roles->compute_warps). `axes` is the alignment analysis of f before
  * the rewrite. Problems (an unsupported combination, a budget) become
  * diagnostics at the op; returns false then. */
-bool schedule_func(Func *f, int num_warps, const AxisAnalysis *axes, Arena *a, Diags *diags, ScheduleResult *out);
+bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
+                   ScheduleResult *out);
 
 #endif

@@ -10,11 +10,14 @@ typedef struct Sched {
   Func *f;
   Arena *a;
   Diags *diags;
-  int num_warps;
+  int num_warps; /* warps that compute (roles->compute_warps) */
   const AxisAnalysis *axes;
-  Op *alloc_at; /* buffers and mbarriers are allocated before this op */
+  Op *last_alloc; /* buffers and mbarriers are allocated after this op (NULL: at the top) */
   ScheduleResult *res;
   bool failed;
+  const WarpRoles *roles;
+  PtrMap producer_ops; /* Op* -> 1: what only the producer warpgroups run */
+  int nsplit_loops;    /* loops whose copies the producers issue */
 } Sched;
 
 void sched_error(Sched *s, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -45,5 +48,19 @@ Op *sched_wgmma_dot(Sched *s, Op *dot, int pending);
  * dots fed by loads; false when nothing in it can be pipelined (the loop
  * is left to the plain path). */
 bool sched_pipeline_loop(Sched *s, Op *loop);
+
+/* schedule_ws.c: with @warp_specialize, whether the producers issue this
+ * pipelined loop's copies (all of them TMA); after every rewrite, the
+ * split of the kernel into its producer and consumer regions. */
+bool sched_loop_is_split(Sched *s, const Op *loop, bool all_tma);
+void sched_split_warps(Sched *s);
+/* A for loop with @warp_specialize that encloses pipelined loops. */
+bool sched_is_tile_loop(const Op *op);
+
+/* schedule_pingpong.c: in the consumer region of `split`, the consumer
+ * warpgroups take the tile loop's iterations in turn. `producer_of` maps
+ * the ops of the consumer region's tile loop to their copies in the
+ * producer region (and back, for values: `original_of`). */
+void sched_pingpong(Sched *s, Op *split, PtrMap *producer_of, PtrMap *original_of);
 
 #endif

@@ -167,9 +167,11 @@ static bool other_uses(const Block *b, const Value *v, const Op *user) {
   return false;
 }
 
-/* D = 1 for a single dot whose accumulator only chains through the loop. */
-static int pick_overlap(const Pipe *p) {
-  if (p->ndots != 1 || p->N < 3) return 0;
+/* D = 1 for a single dot whose accumulator only chains through the loop,
+ * when the ring has min_stages slots or more (without producer warps, one
+ * slot is read, D are in flight and at least one is being filled). */
+static int pick_overlap(const Pipe *p, int min_stages) {
+  if (p->ndots != 1 || p->N < min_stages) return 0;
   const Op *dot = p->dots[0];
   const Value *acc = dot->operands[2];
   if (acc->def || acc->owner != p->body || acc == p->iv) return 0;
@@ -306,6 +308,36 @@ static void release(Pipe *p, IrBuilder *b, Value *stage) {
   irb_op(b, OP_MBAR_ARRIVE, 2, (Value *[]){p->empty, stage}, NULL);
 }
 
+/* With D = 1 the loop's result is still being computed: a full wait
+ * after the loop, which every later use reads instead. */
+static void wait_for_loop_result(Pipe *p, IrBuilder *post) {
+  const Value *acc = p->dots[0]->operands[2];
+  Value *res = &p->loop->results[acc->index - 1];
+  Op *w = irb_op(post, OP_WGMMA_WAIT, 1, (Value *[]){res}, &res->type);
+  res->repl = &w->results[0];
+  ir_apply_replacements(p->s->f);
+  res->repl = NULL;
+  w->operands[0] = res;
+}
+
+/* The loads become reads of the stage; a dot then takes the read's
+ * buffer itself (the read disappears when nothing else uses it). The dots
+ * become wgmmas; returns the last one's wait (NULL after an error). */
+static Op *read_stage_and_compute(Pipe *p, IrBuilder *top, Value *st) {
+  Sched *s = p->s;
+  for (int i = 0; i < p->nloads; i++) {
+    PipeLoad *l = &p->loads[i];
+    l->view = view_of(top, l->ring, st);
+    Value *regs = irb_value(top, OP_SMEM_LOAD, 1, (Value *[]){l->view}, l->op->results[0].type);
+    l->op->results[0].repl = regs;
+  }
+  ir_apply_replacements(s->f);
+  for (int i = 0; i < p->nloads; i++) ir_unlink(p->loads[i].op);
+  Op *last_wait = NULL;
+  for (int i = 0; i < p->ndots && !s->failed; i++) last_wait = sched_wgmma_dot(s, p->dots[i], p->D);
+  return s->failed ? NULL : last_wait;
+}
+
 static void rewrite(Pipe *p) {
   Sched *s = p->s;
   Op *loop = p->loop;
@@ -328,19 +360,8 @@ static void rewrite(Pipe *p) {
     irb_op(&top, OP_BARRIER, 0, NULL, NULL);
   }
   if (p->ntma) irb_op(&top, OP_MBAR_WAIT, 2, (Value *[]){p->full, st}, NULL);
-  /* The loads become reads of the stage; a dot then takes the read's
-   * buffer itself (the read disappears when nothing else uses it). */
-  for (int i = 0; i < p->nloads; i++) {
-    PipeLoad *l = &p->loads[i];
-    l->view = view_of(&top, l->ring, st);
-    Value *regs = irb_value(&top, OP_SMEM_LOAD, 1, (Value *[]){l->view}, l->op->results[0].type);
-    l->op->results[0].repl = regs;
-  }
-  ir_apply_replacements(s->f);
-  for (int i = 0; i < p->nloads; i++) ir_unlink(p->loads[i].op);
-  Op *last_wait = NULL;
-  for (int i = 0; i < p->ndots && !s->failed; i++) last_wait = sched_wgmma_dot(s, p->dots[i], p->D);
-  if (s->failed) return;
+  Op *last_wait = read_stage_and_compute(p, &top, st);
+  if (!last_wait) return;
   /* release the stage whose wgmmas are done, then issue iteration t + P */
   IrBuilder after = last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
   if (p->ntma) {
@@ -356,13 +377,7 @@ static void rewrite(Pipe *p) {
   /* after the loop: the last wgmma, the last release, open copy groups */
   IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
   if (p->D) {
-    const Value *acc = p->dots[0]->operands[2];
-    Value *res = &loop->results[acc->index - 1];
-    Op *w = irb_op(&post, OP_WGMMA_WAIT, 1, (Value *[]){res}, &res->type);
-    res->repl = &w->results[0];
-    ir_apply_replacements(s->f);
-    res->repl = NULL;
-    w->operands[0] = res;
+    wait_for_loop_result(p, &post);
     if (p->ntma) {
       /* the last iteration T - 1 = (hi - lo - 1) / step, if any (u64) */
       Value *ran = irb_cmp(&post, OP_CMP_LT, p->lo, p->hi);
@@ -374,6 +389,90 @@ static void rewrite(Pipe *p) {
     }
   }
   if (p->ntma < p->nloads) irb_op(&post, OP_ASYNC_WAIT, 0, NULL, NULL);
+}
+
+/* ---- with producer warpgroups (@warp_specialize) ---- */
+
+/* The loop's copies issued by the producers, which run through the same
+ * iterations decoupled from the consumers: iteration t of either side is
+ * at position pos = ring_next(full) of its own count, slot pos % N, phase
+ * pos / N; the count carries over from loop to loop (a persistent
+ * kernel's tiles), so slots and phases continue where they stopped.
+ *
+ *   producer   wait until slot is empty (parity phase ^ 1: the first
+ *              pass over the ring does not wait), announce the bytes,
+ *              issue the copies of iteration t
+ *   consumer   wait until slot is full (parity phase); wgmma on it; wait
+ *              for all but D wgmmas; release the slot of iteration t - D
+ *   after      (consumers) wait for the last wgmma, release its slot
+ *
+ * Both sides' ops are written into the body; the producer's are marked
+ * (Sched.producer_ops) and move to the producer region when the kernel
+ * is split (schedule_ws.c). */
+static void mark_producer(Pipe *p, Op *op) { ptrmap_put(&p->s->producer_ops, op, (void *)1); }
+
+static Value *slot_of(Pipe *p, IrBuilder *b, Value *pos) {
+  return irb_binary(b, OP_REM, pos, irb_const_int(b, SK_I32, p->N));
+}
+
+static void rewrite_split(Pipe *p) {
+  Sched *s = p->s;
+  Op *loop = p->loop;
+  make_rings(p);
+  IrBuilder top = irb_before(s->a, p->body->first);
+  Value *one = irb_const_int(&top, SK_I32, 1);
+  Value *pos = irb_value(&top, OP_RING_NEXT, 2, (Value *[]){p->full, one}, type_scalar(SK_I32));
+  Value *st = slot_of(p, &top, pos);
+  Value *phase = irb_binary(&top, OP_DIV, pos, irb_const_int(&top, SK_I32, p->N));
+  /* producer: the copies of this iteration (their address arithmetic
+   * copied up here, where the consumer's copy of it dies unused) */
+  PtrMap map;
+  ptrmap_init(&map, s->a);
+  for (int i = 0; i < p->ndeps; i++) ir_insert_before(top.before, ir_clone_op(s->a, p->deps[i], &map));
+  Value *free_parity = irb_binary(&top, OP_XOR, phase, one);
+  Op *w = irb_op(&top, OP_MBAR_WAIT, 3, (Value *[]){p->empty, st, free_parity}, NULL);
+  w->attr[0] = 1;
+  mark_producer(p, w);
+  Op *ex = irb_op(&top, OP_MBAR_EXPECT, 2, (Value *[]){p->full, st}, NULL);
+  ex->attr[0] = p->tx_bytes;
+  mark_producer(p, ex);
+  for (int i = 0; i < p->nloads; i++) {
+    PipeLoad *l = &p->loads[i];
+    Op *op = l->op;
+    Value *view = view_of(&top, l->ring, st);
+    mark_producer(p, view->def);
+    Value *coords[TILE_MAX_RANK];
+    int rank = (int)op->noperands - 1;
+    for (int d = 0; d < rank; d++) {
+      Value *m = ptrmap_get(&map, op->operands[1 + d]);
+      coords[d] = irb_cast(&top, m ? m : op->operands[1 + d], type_scalar(SK_I32));
+    }
+    sched_tma_load(&top, view, op->operands[0], p->full, st, coords, rank);
+    mark_producer(p, top.before->prev);
+  }
+  /* consumer: wait for the slot, read it */
+  irb_op(&top, OP_MBAR_WAIT, 3, (Value *[]){p->full, st, phase}, NULL);
+  Op *last_wait = read_stage_and_compute(p, &top, st);
+  if (!last_wait) return;
+  IrBuilder after = last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
+  if (p->D == 0) {
+    release(p, &after, st);
+  } else {
+    IrBuilder in = irb_if(&after, irb_cmp(&after, OP_CMP_NE, p->iv, p->lo));
+    release(p, &in, stage_plus(p, &in, st, p->N - p->D));
+  }
+  IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
+  if (p->D) {
+    wait_for_loop_result(p, &post);
+    /* the slot of the last iteration, if the loop ran: one before the
+     * position the count has reached */
+    IrBuilder in = irb_if(&post, irb_cmp(&post, OP_CMP_LT, p->lo, p->hi));
+    Value *now = irb_value(&in, OP_RING_NEXT, 2, (Value *[]){p->full, irb_const_int(&in, SK_I32, 0)},
+                           type_scalar(SK_I32));
+    Value *last = irb_binary(&in, OP_REM, irb_binary(&in, OP_ADD, now, irb_const_int(&in, SK_I32, 2 * p->N - 1)),
+                             irb_const_int(&in, SK_I32, 2 * p->N));
+    release(p, &in, slot_of(p, &in, last));
+  }
 }
 
 bool sched_pipeline_loop(Sched *s, Op *loop) {
@@ -400,12 +499,20 @@ bool sched_pipeline_loop(Sched *s, Op *loop) {
   }
   if (!p->nloads) return false;
   sort_deps(p);
-  p->D = pick_overlap(p);
+  p->D = pick_overlap(p, 3);
   p->P = p->N - 1 - p->D;
   if (p->P < 1) {
     p->D = 0;
     p->P = p->N - 1;
   }
-  rewrite(p);
+  bool all_tma = true;
+  for (int i = 0; i < p->nloads; i++) all_tma &= p->loads[i].tma;
+  if (sched_loop_is_split(s, loop, all_tma)) {
+    /* the producers keep up to N stages ahead; D = 1 needs 2 */
+    p->D = pick_overlap(p, 2);
+    rewrite_split(p);
+  } else if (!s->failed) {
+    rewrite(p);
+  }
   return !s->failed;
 }

@@ -1,13 +1,10 @@
 /* test_gen_known_bugs.c - the compiler bugs that the random kernels of
- * tests/gen found, one test each with the reduced reproducer. Every test
- * here FAILS until its bug is fixed (and is meant to: a known bug, kept
- * visible). Meanwhile the generator leaves the construct out (KgConfig.
- * avoid, KG_BUG_* in kernel_gen.h), so that test_gen_compile, test_gen_opt
- * and `tile-gpu diff` keep finding new problems; when a test here passes,
- * drop its bit from KG_BUGS_KNOWN. `kgen --sweep 1 600 --avoid 0` (a
- * compile of each generated program down to PTX) crashes on seeds 320 and
- * 392 (the first bug) and 229, 387, 527 and 545 (the second); see
- * tests/gen/README.md.
+ * tests/gen found, one test each with the reduced reproducer. All are
+ * fixed; the tests keep them fixed. While a bug is open its test fails and
+ * the generator leaves the construct out (KgConfig.avoid, KG_BUG_* in
+ * kernel_gen.h) so that test_gen_compile, test_gen_opt and `tile-gpu diff`
+ * keep finding new problems; when it is fixed its bit leaves
+ * KG_BUGS_KNOWN (tests/gen/README.md).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -35,22 +32,22 @@ static void back_end_compiles(const char *src) {
   tc_free(c);
 }
 
-/* KNOWN BUG (KG_BUG_FP8_ARGMAX): argmax or argmin of an fp8 tile crashes
+/* Fixed bug (KG_BUG_FP8_ARGMAX): argmax or argmin of an fp8 tile crashed
  * the back end: LLVM aborts with "Cannot select: i1 = setcc ..., setoeq"
  * on the fp8 bytes loaded as i16 (a float compare on integer values), or
  * segfaults in IPSCCP (ConstantRange::icmp) in larger kernels. */
-Test(gen_known_bug, fp8_argmax_crashes_the_back_end) {
+Test(gen_known_bug, fp8_argmax_compiles) {
   back_end_compiles("kernel k0(x: *f8e5m2, out: *i32) {\n"
                     "    let v = load(x + arange(0, 4)[:, None] * 4 + arange(0, 4)[None, :]);\n"
                     "    store(out + arange(0, 4), argmax(v, 1));\n"
                     "}\n");
 }
 
-/* KNOWN BUG (KG_BUG_BITCAST_HALF): bitcast between f16 and bf16 of a
+/* Fixed bug (KG_BUG_BITCAST_HALF): bitcast between f16 and bf16 of a
  * computed value (a scalar or a tile; also through i16, which LLVM folds
- * into one bitcast) crashes the back end: LLVM aborts with "Cannot
+ * into one bitcast) crashed the back end: LLVM aborts with "Cannot
  * select: f16 = bitcast ..." (bf16 = bitcast f16 the other way). */
-Test(gen_known_bug, bitcast_f16_bf16_crashes_the_back_end) {
+Test(gen_known_bug, bitcast_f16_bf16_compiles) {
   back_end_compiles("kernel k0(x: *bf16, out: *f16) {\n"
                     "    let v = sqrt(load(x + arange(0, 16)));\n"
                     "    store(out + arange(0, 16), bitcast(v, f16) / -2.5);\n"
@@ -58,15 +55,15 @@ Test(gen_known_bug, bitcast_f16_bf16_crashes_the_back_end) {
 }
 #endif
 
-/* KNOWN BUG (KG_BUG_FP8_MINMAX_INF), found by `kgen --check 100000 15000
+/* Fixed bug (KG_BUG_FP8_MINMAX_INF), found by `kgen --check 100000 15000
  * --kernels 2` (seeds 102708 and 105186): maximum and minimum of f8e5m2
- * values, and max/min reductions, turn an infinity into the largest finite
+ * values, and max/min reductions, turned an infinity into the largest finite
  * value (57344, 0x7b) in the interpreter at -O0, as if the result were
  * converted (and saturated), while the optimizer folds minimum(x, x) to x
- * and keeps inf (0x7c): the optimized and -O0 results differ. The spec's
+ * and kept inf (0x7c): the optimized and -O0 results differed. The spec's
  * maximum/minimum return one of their operands (builtins.md); saturation
  * is a rule of conversions only. */
-Test(gen_known_bug, fp8_minimum_of_inf_differs_at_O0) {
+Test(gen_known_bug, fp8_minimum_of_inf_agrees_at_O0) {
   static const char src[] = "kernel k0(x: *f8e5m2, out: *f8e5m2) {\n"
                             "    let v = load(x + arange(0, 4));\n"
                             "    store(out + arange(0, 4), minimum(v, v));\n"

@@ -72,11 +72,15 @@ bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Vari
 }
 
 /* The source with every `@pipeline(...)` removed. */
-char *strip_pipeline(const char *src, size_t *len) {
-  char *out = malloc(strlen(src) + 1), *o = out;
+char *replace_annotation(const char *src, const char *name, const char *with, size_t *len) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "@%s(", name);
+  size_t plen = strlen(pat), wlen = strlen(with), count = 0;
+  for (const char *p = strstr(src, pat); p; p = strstr(p + 1, pat)) count++;
+  char *out = malloc(strlen(src) + count * wlen + 1), *o = out;
   for (const char *p = src; *p;) {
-    if (!strncmp(p, "@pipeline(", 10)) {
-      p += 9; /* at its '(' */
+    if (!strncmp(p, pat, plen)) {
+      p += plen - 1; /* at its '(' */
       for (int depth = 0; *p; p++) {
         depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
         if (!depth) {
@@ -84,6 +88,8 @@ char *strip_pipeline(const char *src, size_t *len) {
           break;
         }
       }
+      memcpy(o, with, wlen);
+      o += wlen;
       continue;
     }
     *o++ = *p++;
@@ -92,6 +98,8 @@ char *strip_pipeline(const char *src, size_t *len) {
   *len = (size_t)(o - out);
   return out;
 }
+
+char *strip_pipeline(const char *src, size_t *len) { return replace_annotation(src, "pipeline", "", len); }
 
 char *variant_read_source(Gpu *g, const char *relpath, size_t *len) {
   char path[4096];
@@ -114,13 +122,13 @@ bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines,
   return ok;
 }
 
-bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
-                        const tc_codegen_options *go, Variant *v) {
+static bool build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
+                       const char *const *defines, const tc_codegen_options *go, Variant *v) {
   memset(v, 0, sizeof *v);
   tc_define defs[32];
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
-  tc_options opt = {NULL, defs, n, false, false};
+  tc_options opt = {kernel, defs, n, false, false};
   double t0 = now_ms();
   v->comp = tc_compile(relpath, src, len, &opt);
   bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, go);
@@ -137,6 +145,35 @@ bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len
     return false;
   }
   return true;
+}
+
+bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
+                        const tc_codegen_options *go, Variant *v) {
+  return build_text(g, relpath, src, len, NULL, defines, go, v);
+}
+
+bool variant_build_text_kernel(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
+                               const char *const *defines, Variant *v) {
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+  return build_text(g, relpath, src, len, kernel, defines, &go, v);
+}
+
+bool variant_build_kernel_opts(Gpu *g, const char *relpath, const char *kernel, const char *const *defines,
+                               const tc_codegen_options *go, Variant *v) {
+  size_t len;
+  char *src = variant_read_source(g, relpath, &len);
+  if (!src) {
+    memset(v, 0, sizeof *v);
+    return false;
+  }
+  tc_codegen_options deflt = {.linker = TC_LINKER_AUTO};
+  bool ok = build_text(g, relpath, src, len, kernel, defines, go ? go : &deflt, v);
+  free(src);
+  return ok;
+}
+
+bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v) {
+  return variant_build_kernel_opts(g, relpath, kernel, defines, NULL, v);
 }
 
 void variant_free(Variant *v) {

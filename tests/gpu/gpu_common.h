@@ -60,11 +60,19 @@ bool variant_build(Gpu *g, const char *relpath, const char *const *defines, Vari
 /* The source with every `@pipeline(...)` annotation removed (malloc'd):
  * annotations never change results, which the suites check with it. */
 char *strip_pipeline(const char *src, size_t *len);
+/* src with every @name(...) replaced by `with` (malloc'd). */
+char *replace_annotation(const char *src, const char *name, const char *with, size_t *len);
 /* The source of a file under the root (malloc'd), or NULL. */
 char *variant_read_source(Gpu *g, const char *relpath, size_t *len);
 /* From source text (reported as relpath). */
 bool variant_build_text(Gpu *g, const char *relpath, const char *src, size_t len, const char *const *defines,
                         const tc_codegen_options *go, Variant *v);
+/* Only the kernel named `kernel` of the file (of the text). */
+bool variant_build_text_kernel(Gpu *g, const char *relpath, const char *src, size_t len, const char *kernel,
+                               const char *const *defines, Variant *v);
+bool variant_build_kernel(Gpu *g, const char *relpath, const char *kernel, const char *const *defines, Variant *v);
+bool variant_build_kernel_opts(Gpu *g, const char *relpath, const char *kernel, const char *const *defines,
+                               const tc_codegen_options *go, Variant *v);
 /* The same with back-end options (debug modes). */
 bool variant_build_opts(Gpu *g, const char *relpath, const char *const *defines, const tc_codegen_options *go,
                         Variant *v);

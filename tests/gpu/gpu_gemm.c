@@ -13,6 +13,14 @@
  * below 1e-2, 3e-2 for fp8: the tensor cores sum fp8 products less
  * exactly, HOPPER-FACTS.md section 2) and, for small shapes, against the
  * interpreter.
+ *
+ * lang/std/gemm_ws.tile (warp-specialized, persistent) runs with grids of
+ * fewer programs than tiles (each program walks several) and of one
+ * program per tile, cooperative consumers over every orientation; with
+ * `unannotated` its C must be bit for bit that of the same source with
+ * @warp_specialize replaced by @warps of its consumer warps.
+ * gemm_ws_bias_act (the fused epilogue act(A @ B + bias)) is checked
+ * against act(float64 product + bias) for each activation.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +29,7 @@
 
 #include "gpu_common.h"
 #include "ir/types.h"
+#include "../support/act_ref.h"
 
 /* Error bounds for bf16/f16 and fp8 inputs with f32 accumulation. */
 #define GEMM_TOL 1e-2
@@ -37,7 +46,7 @@
 /* Problems up to this many multiply-adds also run in the interpreter. */
 #define GEMM_INTERP_MAX_MACS (3u << 20)
 
-typedef enum GemmKernel { K_PTR, K_TMA, K_FP8 } GemmKernel;
+typedef enum GemmKernel { K_PTR, K_TMA, K_FP8, K_WS, K_WS_BIAS, K_WS_PP } GemmKernel;
 
 typedef struct GemmCase {
   const char *name;
@@ -47,6 +56,7 @@ typedef struct GemmCase {
   int m, n, k;
   bool a_trans, b_trans;
   const char *extra[12];    /* further NAME, VALUE defines, NULL-terminated */
+  int programs;             /* gemm_ws: the grid (0: min(tiles, SMs)) */
 } GemmCase;
 
 /* A matrix of rows x cols stored row-major with a padded leading dimension. */
@@ -67,24 +77,42 @@ static bool mat_new(Gpu *g, Mat *x, const char *name, const char *elem, int rows
 
 static double mat_get(const Mat *x, int r, int c) { return dbuf_get(&x->buf, (size_t)r * x->ld + c); }
 
-/* Relative error of C against the float64 product; padding must be NaN. */
-static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, bool *pad_ok) {
+/* Relative error of C against the float64 product (a row at a time, in
+ * an order that walks memory forward), plus bias and activation when
+ * `bias` is given; padding must be NaN. */
+static double check_c(const Mat *a, const Mat *b, const Mat *c, const GemmCase *gc, const DBuf *bias, int act,
+                      bool *pad_ok) {
   double worst = 0, ref = 0, scale = gc->kernel == K_FP8 ? FP8_SCALE_A * FP8_SCALE_B : 1;
   *pad_ok = true;
+  double *row = malloc(sizeof(double) * (size_t)(gc->n ? gc->n : 1));
+  double *bt = malloc(sizeof(double) * (size_t)(gc->n ? gc->n : 1) * (size_t)(gc->k ? gc->k : 1));
+  if (!row || !bt) {
+    free(row), free(bt);
+    return INFINITY;
+  }
+  for (int p = 0; p < gc->k; p++) /* B as [k][n] doubles */
+    for (int j = 0; j < gc->n; j++) bt[(size_t)p * gc->n + j] = gc->b_trans ? mat_get(b, j, p) : mat_get(b, p, j);
   for (int i = 0; i < gc->m; i++) {
+    for (int j = 0; j < gc->n; j++) row[j] = 0;
+    for (int p = 0; p < gc->k; p++) {
+      double x = gc->a_trans ? mat_get(a, p, i) : mat_get(a, i, p);
+      const double *br = bt + (size_t)p * gc->n;
+      for (int j = 0; j < gc->n; j++) row[j] += x * br[j];
+    }
     for (int j = 0; j < gc->n; j++) {
-      double s = 0;
-      for (int p = 0; p < gc->k; p++)
-        s += (gc->a_trans ? mat_get(a, p, i) : mat_get(a, i, p)) * (gc->b_trans ? mat_get(b, j, p) : mat_get(b, p, j));
-      s *= scale;
-      double got = mat_get(c, i, j);
-      if (isnan(got)) return INFINITY;
+      double s = row[j] * scale, got = mat_get(c, i, j);
+      if (bias) s = act_ref(s + dbuf_get(bias, (size_t)j), act);
+      if (isnan(got)) {
+        free(row), free(bt);
+        return INFINITY;
+      }
       worst = fmax(worst, fabs(got - s));
       ref = fmax(ref, fabs(s));
     }
     for (int j = gc->n; j < c->ld; j++)
       if (!isnan(mat_get(c, i, j))) *pad_ok = false;
   }
+  free(row), free(bt);
   return ref > 0 ? worst / ref : worst;
 }
 
@@ -107,8 +135,8 @@ static void put_int(tc_arg *ia, tile_arg *ta, int v) {
 }
 
 /* The interpreter on copies of the inputs; C's error against the GPU's. */
-static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, const DBuf *scales,
-                                tc_arg *iargs, int nargs, int64_t grid, double *err) {
+static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, const Mat *c, const DBuf *extra,
+                                int nextra, tc_arg *iargs, int nargs, int64_t grid, double *err) {
   size_t cb = c->buf.n * c->buf.elem_bytes;
   void *ch = malloc(cb);
   DBuf tmp = c->buf;
@@ -119,7 +147,8 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
                        {a->buf.host, a->buf.n * a->buf.elem_bytes, "a"},
                        {b->buf.host, b->buf.n * b->buf.elem_bytes, "b"}};
   int nbufs = 3;
-  for (int i = 0; scales && i < 2; i++) bufs[nbufs++] = (tc_buffer){scales[i].host, scales[i].elem_bytes, scales[i].name};
+  for (int i = 0; i < nextra; i++)
+    bufs[nbufs++] = (tc_buffer){extra[i].host, extra[i].n * extra[i].elem_bytes, extra[i].name};
   char *msg = NULL;
   bool ok = tc_interpret(v->comp, 0, (int64_t[3]){grid, 1, 1}, iargs, nargs, bufs, nbufs, 0, &msg);
   if (!ok) printf("  interpreter: %s\n", msg);
@@ -137,35 +166,47 @@ static bool against_interpreter(const Variant *v, const Mat *a, const Mat *b, co
   return ok;
 }
 
-/* Runs the case's kernel without @pipeline on the same inputs; C must be
- * bit for bit what the annotated kernel wrote. */
-static bool same_without_pipeline(Gpu *g, const char *file, const char *const *defs, tile_arg *ta, int na,
-                                  const uint32_t grid[3], DBuf *c) {
+/* Runs the case's kernel with an annotation removed (every @ann(...)),
+ * and `warps` (e.g. "@warps(8)", the warps the consumers had) put before
+ * the kernel, on the same inputs; C must be bit for bit what the
+ * annotated kernel wrote. */
+static bool same_without(Gpu *g, const char *file, const char *kernel, const char *const *defs, const char *ann,
+                         const char *warps, tile_arg *ta, int na, const uint32_t grid[3], DBuf *c) {
   size_t len;
-  char *src = variant_read_source(g, file, &len), *bare = src ? strip_pipeline(src, &len) : NULL;
+  char pat[64], head[96];
+  snprintf(pat, sizeof pat, "@%s(", ann);
+  snprintf(head, sizeof head, "kernel %s(", kernel);
+  char *src = variant_read_source(g, file, &len), *bare = src ? replace_annotation(src, ann, "", &len) : NULL;
   free(src);
   if (!bare) return false;
-  if (strstr(bare, "@pipeline(")) {
-    printf("  @pipeline is still there after stripping\n");
+  const char *at = strstr(bare, head);
+  if (strstr(bare, pat) || !at) {
+    printf("  %s is still there after removing it, or there is no '%s'\n", pat, head);
     free(bare);
     return false;
   }
-  tc_codegen_options go = {.linker = TC_LINKER_AUTO};
-  Variant v;
-  bool ok = variant_build_text(g, file, bare, len, defs, &go, &v);
+  size_t pre = (size_t)(at - bare), wl = strlen(warps);
+  char *text = malloc(len + wl + 2);
+  memcpy(text, bare, pre);
+  memcpy(text + pre, warps, wl);
+  text[pre + wl] = '\n';
+  memcpy(text + pre + wl + 1, bare + pre, len - pre + 1);
   free(bare);
+  Variant v;
+  bool ok = variant_build_text_kernel(g, file, text, len + wl + 1, kernel, defs, &v);
+  free(text);
   size_t bytes = c->n * c->elem_bytes;
   void *annotated = malloc(bytes);
   memcpy(annotated, c->host, bytes);
   dbuf_poison(c);
   ok = ok && dbuf_upload(g, c);
   if (ok && (tile_launch(v.kernel, grid, NULL, ta, na) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
-    printf("  launch without @pipeline failed: %s\n", tile_last_error());
+    printf("  launch without @%s failed: %s\n", ann, tile_last_error());
     ok = false;
   }
   ok = ok && dbuf_download(g, c);
   if (ok && memcmp(annotated, c->host, bytes)) {
-    printf("  C differs without @pipeline\n");
+    printf("  C differs without @%s\n", ann);
     ok = false;
   }
   free(annotated);
@@ -173,7 +214,10 @@ static bool same_without_pipeline(Gpu *g, const char *file, const char *const *d
   return ok;
 }
 
-static const char *const kernel_files[] = {"lang/std/gemm.tile", "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile"};
+static const char *const kernel_files[] = {"lang/std/gemm.tile",    "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",
+                                           "lang/std/gemm_ws.tile", "lang/std/gemm_ws.tile",  "lang/std/gemm_ws.tile"};
+static const char *const kernel_names[] = {"gemm",    "gemm_tma",         "gemm_fp8",
+                                           "gemm_ws", "gemm_ws_bias_act", "gemm_ws_pingpong"};
 
 static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   const char *defs[24] = {"T", gc->type, "TC", gc->out};
@@ -184,11 +228,14 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   }
   for (int i = 0; gc->extra[i]; i++) defs[nd++] = gc->extra[i];
   defs[nd] = NULL;
-  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8;
+  bool tma = gc->kernel != K_PTR, fp8 = gc->kernel == K_FP8, ws = gc->kernel >= K_WS;
   Variant v;
   Mat a = {0}, b = {0}, c = {0};
-  DBuf scales[2] = {{0}, {0}};
-  bool ok = variant_build(g, kernel_files[gc->kernel], defs, &v);
+  DBuf scales[2] = {{0}, {0}}, bias = {0};
+  /* ping-pong kernels with the barrier debug mode: a protocol error
+   * traps after a time-out instead of hanging the suite */
+  tc_codegen_options go = {.linker = TC_LINKER_AUTO, .debug_barriers = gc->kernel == K_WS_PP};
+  bool ok = variant_build_kernel_opts(g, kernel_files[gc->kernel], kernel_names[gc->kernel], defs, &go, &v);
   ok = ok && mat_new(g, &a, "a", gc->type, gc->a_trans ? gc->k : gc->m, gc->a_trans ? gc->m : gc->k) &&
        mat_new(g, &b, "b", gc->type, gc->b_trans ? gc->n : gc->k, gc->b_trans ? gc->k : gc->n) &&
        mat_new(g, &c, "c", gc->out, gc->m, gc->n);
@@ -198,6 +245,13 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     dbuf_fill(&b.buf, &rng, -1, 1);
     dbuf_poison(&c.buf);
     ok = dbuf_upload(g, &a.buf) && dbuf_upload(g, &b.buf) && dbuf_upload(g, &c.buf);
+  }
+  if (ok && gc->kernel == K_WS_BIAS) {
+    ok = dbuf_alloc(g, &bias, "bias", "f32", (size_t)gc->n);
+    if (ok) {
+      dbuf_fill(&bias, &rng, -1, 1);
+      ok = dbuf_upload(g, &bias);
+    }
   }
   if (ok && fp8) {
     ok = dbuf_alloc(g, &scales[0], "scale_a", "f32", 1) && dbuf_alloc(g, &scales[1], "scale_b", "f32", 1);
@@ -219,6 +273,11 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
       ia[na].p = scales[i].host;
       ta[na] = tile_arg_ptr(scales[i].dev);
     }
+    if (gc->kernel == K_WS_BIAS) {
+      memset(&ia[na], 0, sizeof ia[na]);
+      ia[na].p = bias.host;
+      ta[na++] = tile_arg_ptr(bias.dev);
+    }
     put_int(&ia[na], &ta[na], gc->m), na++;
     put_int(&ia[na], &ta[na], gc->n), na++;
     put_int(&ia[na], &ta[na], gc->k), na++;
@@ -230,6 +289,10 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   }
   int64_t bm = ok ? variant_const(&v, "BLOCK_M", 128) : 1, bn = ok ? variant_const(&v, "BLOCK_N", 128) : 1;
   int64_t grid = ((gc->m + bm - 1) / bm) * ((gc->n + bn - 1) / bn);
+  if (ws) {
+    int64_t most = gc->programs ? gc->programs : g->props.sm_count;
+    if (grid > most) grid = most;
+  }
   if (ok && (tile_launch(v.kernel, (uint32_t[3]){(uint32_t)grid, 1, 1}, NULL, ta, na) != TILE_OK ||
              tile_synchronize(g->rt) != TILE_OK)) {
     printf("  launch failed: %s\n", tile_last_error());
@@ -239,19 +302,29 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
   if (ok) {
     bool pad_ok;
     double tol = fp8 ? GEMM_FP8_TOL : GEMM_TOL;
-    double e = check_c(&a, &b, &c, gc, &pad_ok);
+    int act = gc->kernel == K_WS_BIAS ? (int)variant_const(&v, "ACT", 0) : 0;
+    double e = check_c(&a, &b, &c, gc, gc->kernel == K_WS_BIAS ? &bias : NULL, act, &pad_ok);
     if (!(e < tol)) printf("  relative error %.3g against float64 (limit %.3g)\n", e, tol);
     if (!pad_ok) printf("  a store wrote past column n\n");
     ok = e < tol && pad_ok;
+    /* without @warp_specialize: the warps that computed (4 a warpgroup of
+     * ping-pong consumers) */
+    char warps[32] = "";
+    int computing = gc->kernel == K_WS_PP ? 1 : (int)variant_const(&v, "CONSUMERS", 2);
+    if (ws) snprintf(warps, sizeof warps, "@warps(%d)", 4 * computing);
+    const char *ann = ws ? "warp_specialize" : "pipeline";
     if (ok && gc->unannotated)
-      ok = same_without_pipeline(g, kernel_files[gc->kernel], defs, ta, na, (uint32_t[3]){(uint32_t)grid, 1, 1}, &c.buf);
+      ok = same_without(g, kernel_files[gc->kernel], kernel_names[gc->kernel], defs, ann, warps, ta, na,
+                        (uint32_t[3]){(uint32_t)grid, 1, 1}, &c.buf);
     if ((unsigned)gc->m * gc->n * gc->k <= GEMM_INTERP_MAX_MACS) {
       double ie;
-      bool iok = against_interpreter(&v, &a, &b, &c, fp8 ? scales : NULL, ia, na, grid, &ie);
+      const DBuf *extra = fp8 ? scales : gc->kernel == K_WS_BIAS ? &bias : NULL;
+      bool iok = against_interpreter(&v, &a, &b, &c, extra, fp8 ? 2 : extra ? 1 : 0, ia, na, grid, &ie);
       if (iok && !(ie < tol)) printf("  relative error %.3g against the interpreter\n", ie);
       ok = ok && iok && ie < tol;
     }
   }
+  dbuf_free(g, &bias);
   dbuf_free(g, &scales[0]);
   dbuf_free(g, &scales[1]);
   dbuf_free(g, &a.buf);
@@ -264,38 +337,70 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
 #define PTR K_PTR
 #define TMA K_TMA
 #define FP8 K_FP8
+#define WS K_WS
+#define WSB K_WS_BIAS
+#define WSP K_WS_PP
 
 static const GemmCase cases[] = {
     /* pointer loads through cp.async rings: orientations, stages */
-    {"gemm bf16 264x200x136", PTR, true, "bf16", "f32", 264, 200, 136, false, false, {NULL}},
-    {"gemm bf16 A^T", PTR, false, "bf16", "f32", 200, 136, 104, true, false, {NULL}},
-    {"gemm bf16 B^T", PTR, true, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
-    {"gemm f16 A^T B^T", PTR, false, "f16", "f32", 136, 136, 264, true, true, {NULL}},
-    {"gemm bf16 1 stage", PTR, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
-    {"gemm bf16 2 stages", PTR, false, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}},
+    {"gemm bf16 264x200x136", PTR, true, "bf16", "f32", 264, 200, 136, false, false, {NULL}, 0},
+    {"gemm bf16 A^T", PTR, false, "bf16", "f32", 200, 136, 104, true, false, {NULL}, 0},
+    {"gemm bf16 B^T", PTR, true, "bf16", "f32", 136, 264, 200, false, true, {NULL}, 0},
+    {"gemm f16 A^T B^T", PTR, false, "f16", "f32", 136, 136, 264, true, true, {NULL}, 0},
+    {"gemm bf16 1 stage", PTR, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}, 0},
+    {"gemm bf16 2 stages", PTR, false, "bf16", "f32", 192, 136, 200, false, true, {"STAGES", "2", NULL}, 0},
     {"gemm bf16 4 stages 128x256", PTR, false, "bf16", "f32", 264, 520, 328, false, false,
-     {"STAGES", "4", "BLOCK_N", "256", NULL}},
-    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, false, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}},
+     {"STAGES", "4", "BLOCK_N", "256", NULL}, 0},
+    {"gemm bf16 k 40 (BLOCK_K 32)", PTR, false, "bf16", "f32", 136, 72, 40, true, true, {"BLOCK_K", "32", NULL}, 0},
     /* mma.sync: tiles below 64 rows, fewer than 4 warps */
     {"gemm bf16 mma.sync 32x32", PTR, false, "bf16", "f32", 72, 56, 48, false, false,
-     {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "WARPS", "2", NULL}},
+     {"BLOCK_M", "32", "BLOCK_N", "32", "BLOCK_K", "16", "WARPS", "2", NULL}, 0},
     {"gemm f16 mma.sync 16x64 B^T", PTR, false, "f16", "f32", 40, 136, 64, false, true,
-     {"BLOCK_M", "16", "BLOCK_N", "64", "BLOCK_K", "32", "WARPS", "4", NULL}},
+     {"BLOCK_M", "16", "BLOCK_N", "64", "BLOCK_K", "32", "WARPS", "4", NULL}, 0},
     /* descriptors: TMA rings and TMA stores, clipped edges */
-    {"gemm_tma bf16 264x200x136", TMA, true, "bf16", "bf16", 264, 200, 136, false, false, {NULL}},
-    {"gemm_tma bf16 A^T", TMA, false, "bf16", "bf16", 200, 136, 104, true, false, {NULL}},
-    {"gemm_tma bf16 B^T", TMA, false, "bf16", "f32", 136, 264, 200, false, true, {NULL}},
-    {"gemm_tma f16 A^T B^T", TMA, true, "f16", "f16", 136, 136, 264, true, true, {NULL}},
-    {"gemm_tma bf16 1 stage", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}},
-    {"gemm_tma bf16 2 stages", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}},
+    {"gemm_tma bf16 264x200x136", TMA, true, "bf16", "bf16", 264, 200, 136, false, false, {NULL}, 0},
+    {"gemm_tma bf16 A^T", TMA, false, "bf16", "bf16", 200, 136, 104, true, false, {NULL}, 0},
+    {"gemm_tma bf16 B^T", TMA, false, "bf16", "f32", 136, 264, 200, false, true, {NULL}, 0},
+    {"gemm_tma f16 A^T B^T", TMA, true, "f16", "f16", 136, 136, 264, true, true, {NULL}, 0},
+    {"gemm_tma bf16 1 stage", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "1", NULL}, 0},
+    {"gemm_tma bf16 2 stages", TMA, false, "bf16", "bf16", 192, 136, 200, false, false, {"STAGES", "2", NULL}, 0},
     {"gemm_tma bf16 3 stages 128x256", TMA, false, "bf16", "bf16", 264, 520, 328, false, false,
-     {"STAGES", "3", "BLOCK_N", "256", NULL}},
-    {"gemm_tma bf16 k 40", TMA, false, "bf16", "bf16", 136, 72, 40, false, false, {NULL}},
+     {"STAGES", "3", "BLOCK_N", "256", NULL}, 0},
+    {"gemm_tma bf16 k 40", TMA, false, "bf16", "bf16", 136, 72, 40, false, false, {NULL}, 0},
     /* fp8: A [m, k] and B^T [n, k], both K-major */
-    {"gemm_fp8 e4m3 264x200x144", FP8, true, "f8e4m3", "bf16", 264, 200, 144, false, true, {NULL}},
+    {"gemm_fp8 e4m3 264x200x144", FP8, true, "f8e4m3", "bf16", 264, 200, 144, false, true, {NULL}, 0},
     {"gemm_fp8 e5m2 f32 out 2 stages", FP8, false, "f8e5m2", "f32", 200, 264, 400, false, true,
-     {"STAGES", "2", "BLOCK_N", "128", NULL}},
-    {"gemm_fp8 e4m3 k 4096", FP8, false, "f8e4m3", "bf16", 136, 264, 4096, false, true, {NULL}},
+     {"STAGES", "2", "BLOCK_N", "128", NULL}, 0},
+    {"gemm_fp8 e4m3 k 4096", FP8, false, "f8e4m3", "bf16", 136, 264, 4096, false, true, {NULL}, 0},
+    /* warp-specialized persistent: 1 producer + CONSUMERS warpgroups */
+    {"gemm_ws bf16 264x520x328 (6 tiles)", WS, true, "bf16", "bf16", 264, 520, 328, false, false, {NULL}, 0},
+    {"gemm_ws bf16 A^T 3 programs, 20 tiles", WS, true, "bf16", "bf16", 600, 904, 200, true, false, {NULL}, 3},
+    {"gemm_ws bf16 B^T f32 out 7 programs", WS, false, "bf16", "f32", 520, 600, 264, false, true,
+     {"BLOCK_N", "128", NULL}, 7},
+    {"gemm_ws f16 A^T B^T", WS, false, "f16", "f16", 264, 264, 200, true, true, {NULL}, 2},
+    {"gemm_ws bf16 128x128 4 stages", WS, true, "bf16", "bf16", 392, 264, 520, false, false,
+     {"BLOCK_N", "128", "STAGES", "4", NULL}, 5},
+    {"gemm_ws bf16 1 consumer 5 stages", WS, true, "bf16", "bf16", 264, 392, 328, false, true,
+     {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}, 4},
+    {"gemm_ws bf16 k 40", WS, false, "bf16", "bf16", 136, 520, 40, false, false, {NULL}, 2},
+    {"gemm_ws bf16 3 stages", WS, true, "bf16", "bf16", 264, 520, 200, false, false, {"STAGES", "3", NULL}, 3},
+    {"gemm_ws bf16 f32 out 128x256 (8 store pieces)", WS, false, "bf16", "f32", 392, 776, 136, true, false, {NULL}, 5},
+    {"gemm_ws bf16 2176x2304x256 (153 tiles on all SMs)", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
+     {NULL}, 0},
+    /* the fused epilogue: act(A @ B + bias), each activation */
+    {"gemm_ws_bias_act gelu (tanh)", WSB, true, "bf16", "bf16", 264, 520, 200, false, false, {NULL}, 3},
+    {"gemm_ws_bias_act none f32 out", WSB, false, "bf16", "f32", 200, 392, 136, false, true,
+     {"ACT", "0", "BLOCK_N", "128", NULL}, 2},
+    {"gemm_ws_bias_act relu", WSB, false, "bf16", "bf16", 136, 264, 72, true, false, {"ACT", "1", NULL}, 2},
+    {"gemm_ws_bias_act gelu (erf)", WSB, false, "f16", "f16", 136, 264, 72, false, false, {"ACT", "2", NULL}, 2},
+    {"gemm_ws_bias_act silu", WSB, false, "bf16", "bf16", 136, 264, 72, false, false, {"ACT", "4", NULL}, 2},
+    /* ping-pong consumers: alternate tiles, each on one warpgroup (last: in
+     * the debug mode, a broken protocol traps and ends the context) */
+    {"gemm_ws_pingpong bf16 264x520x328", WSP, true, "bf16", "bf16", 264, 520, 328, false, false, {NULL}, 0},
+    {"gemm_ws_pingpong bf16 A^T B^T 3 programs", WSP, true, "bf16", "bf16", 392, 264, 200, true, true, {NULL}, 3},
+    {"gemm_ws_pingpong f16 f32 out, odd tile count", WSP, false, "f16", "f32", 136, 392, 136, false, true, {NULL}, 2},
+    {"gemm_ws_pingpong bf16 5 stages k 40", WSP, false, "bf16", "bf16", 264, 136, 40, false, false,
+     {"STAGES", "5", NULL}, 1},
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only) {

@@ -9,9 +9,11 @@
  *     deliberately broken barrier protocol (every TMA barrier expects more
  *     bytes than arrive) must trap instead of hanging, printing the kernel,
  *     the barrier and the program; and a copy whose inner offset is not a
- *     multiple of 16 bytes (which TMA cannot do) must say so and trap. Both
- *     run in a child process (`tile-gpu debug-trap WHAT`), since a trap
- *     ends the CUDA context of the process it runs in.
+ *     multiple of 16 bytes (which TMA cannot do) must say so and trap; so
+ *     must the warp-specialized GEMM with its barriers broken (its
+ *     consumers time out waiting for the producer's copies). Each runs in
+ *     a child process (`tile-gpu debug-trap WHAT`), since a trap ends the
+ *     CUDA context of the process it runs in.
  */
 #include <math.h>
 #include <stdio.h>
@@ -107,14 +109,38 @@ static bool run_copy(Gpu *g, const CopyCase *cc, uint64_t seed) {
 
 /* ---- the barrier debug mode ---- */
 
-/* `tile-gpu debug-trap barrier|offset`: runs tma_copy in debug mode with
- * broken barriers, or with an inner offset of 3 f32. Exits 0 when the
- * launch failed (as it must), 1 when it completed. */
+/* The warp-specialized GEMM (lang/std/gemm_ws.tile, one 128 x 256 tile)
+ * in debug mode with broken barriers: its producer announces more bytes
+ * than arrive, so the consumers' waits time out and trap. */
+static int debug_trap_ws(Gpu *g, const tc_codegen_options *go) {
+  Variant v;
+  const char *defs[] = {"CONSUMERS", "2", NULL};
+  if (!variant_build_opts(g, "lang/std/gemm_ws.tile", defs, go, &v)) return 2;
+  DBuf a, b, c;
+  if (!dbuf_alloc(g, &a, "a", "bf16", 128 * 64) || !dbuf_alloc(g, &b, "b", "bf16", 64 * 256) ||
+      !dbuf_alloc(g, &c, "c", "bf16", 128 * 256))
+    return 2;
+  tile_tensor ta = {a.dev, 2, {128, 64}, {64, 1}}, tb = {b.dev, 2, {64, 256}, {256, 1}},
+              tcm = {c.dev, 2, {128, 256}, {256, 1}};
+  tile_arg args[6] = {tile_arg_tensor(&tcm), tile_arg_tensor(&ta), tile_arg_tensor(&tb),
+                      tile_arg_i32(128),     tile_arg_i32(256),    tile_arg_i32(64)};
+  tile_status st = tile_launch(v.kernel, (uint32_t[3]){1, 1, 1}, NULL, args, 6);
+  if (st == TILE_OK) st = tile_synchronize(g->rt);
+  printf("debug-trap: launch %s (%s)\n", st == TILE_OK ? "completed" : "failed", st == TILE_OK ? "" : tile_last_error());
+  fflush(stdout);
+  return st == TILE_OK ? 1 : 0;
+}
+
+/* `tile-gpu debug-trap barrier|offset|ws`: runs tma_copy in debug mode
+ * with broken barriers, or with an inner offset of 3 f32, or gemm_ws with
+ * broken barriers. Exits 0 when the launch failed (as it must), 1 when it
+ * completed. */
 int gpu_debug_trap_child(const char *what, const char *source_root) {
   Gpu g;
   if (!gpu_open(&g, source_root)) return EXIT_SKIP;
   bool offset = what && !strcmp(what, "offset");
   tc_codegen_options go = {.linker = TC_LINKER_AUTO, .debug_barriers = true, .debug_break_tma_barriers = !offset};
+  if (what && !strcmp(what, "ws")) return debug_trap_ws(&g, &go);
   Variant v;
   if (!variant_build_opts(&g, "tests/kernels/tma_copy.tile", NULL, &go, &v)) return 2;
   DBuf a;
@@ -129,7 +155,7 @@ int gpu_debug_trap_child(const char *what, const char *source_root) {
   return st == TILE_OK ? 1 : 0;
 }
 
-static bool run_debug_trap(Gpu *g, const char *what, const char *must_say) {
+static bool run_debug_trap(Gpu *g, const char *what, const char *kernel, const char *must_say) {
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "timeout 60 /proc/%d/exe --root '%s' debug-trap %s 2>&1", (int)getpid(), g->source_root,
            what);
@@ -143,7 +169,9 @@ static bool run_debug_trap(Gpu *g, const char *what, const char *must_say) {
   out[n] = 0;
   int status = pclose(p);
   bool exited0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  bool message = strstr(out, must_say) && strstr(out, "kernel 'tma_copy'") && strstr(out, "program (");
+  char named[96];
+  snprintf(named, sizeof named, "kernel '%s'", kernel);
+  bool message = strstr(out, must_say) && strstr(out, named) && strstr(out, "program (");
   if (!exited0 || !message) {
     printf("  child exit status %d, output:\n%s\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
   } else {
@@ -161,14 +189,17 @@ int gpu_tma_tests(Gpu *g, const char *only) {
   /* Under compute-sanitizer the traps would be reported as the errors
    * they are meant to be: scripts/gpu-run.sh --sanitize skips them. */
   bool traps = !getenv("TILE_GPU_SKIP_TRAPS");
-  for (size_t i = 0; i < ncopy + (traps ? 2 : 0); i++) {
-    const char *name = i < ncopy ? copy_cases[i].name : i == ncopy ? "debug mode: broken barriers trap"
-                                                                   : "debug mode: misaligned TMA offset traps";
+  static const char *const trap_names[] = {"debug mode: broken barriers trap",
+                                           "debug mode: misaligned TMA offset traps",
+                                           "debug mode: broken barriers of a warp-specialized kernel trap"};
+  for (size_t i = 0; i < ncopy + (traps ? 3 : 0); i++) {
+    const char *name = i < ncopy ? copy_cases[i].name : trap_names[i - ncopy];
     if (only && !strstr(name, only)) continue;
     double t0 = now_ms();
-    bool ok = i < ncopy    ? run_copy(g, &copy_cases[i], 7000 + i)
-              : i == ncopy ? run_debug_trap(g, "barrier", "mbarrier wait timed out")
-                           : run_debug_trap(g, "offset", "load_block offset 3 in the last dimension of 'src'");
+    bool ok = i < ncopy        ? run_copy(g, &copy_cases[i], 7000 + i)
+              : i == ncopy     ? run_debug_trap(g, "barrier", "tma_copy", "mbarrier wait timed out")
+              : i == ncopy + 1 ? run_debug_trap(g, "offset", "tma_copy", "load_block offset 3 in the last dimension of 'src'")
+                               : run_debug_trap(g, "ws", "gemm_ws", "mbarrier wait timed out");
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
     fflush(stdout);
     if (ok) g->passed++;

@@ -8,10 +8,11 @@
  *   tile-gpu diff [--count N] [--seed S] [--jobs J] [--seconds T] ...
  *                          random kernels on the GPU and in the interpreter,
  *                          compared as the spec allows (gpu_diff.c)
- *   tile-gpu debug-trap barrier|offset
+ *   tile-gpu debug-trap barrier|offset|ws
  *                          (used by the tests) a kernel in the debug mode
  *                          with a broken barrier protocol or a misaligned
- *                          TMA offset
+ *                          TMA offset, or the warp-specialized GEMM with
+ *                          a broken protocol
  *
  * Sources (.tile files) are read from TILE_SOURCE_ROOT, or the directory
  * given by --root DIR before the command. Exits 77 (skipped) without a GPU.

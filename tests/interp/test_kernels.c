@@ -5,10 +5,12 @@
  * here independently of the compiler's numeric code. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "act_ref.h"
 
 #define F32_TOL 1e-5
 #define BF16_TOL 1e-2
@@ -317,3 +319,39 @@ Test(kernel_loop_limits, exact_ends_and_big_steps) {
   check_loop_limits(2147483600, 2147483647, 47, 4000000000u, 4294967295u, 100000000);
 }
 Test(kernel_loop_limits, ordinary_ranges) { check_loop_limits(-20, 37, 3, 5, 100, 7); }
+
+/* bias_act: C = act(C + bias) in place, the GEMM epilogue as a kernel. */
+Test(kernels, bias_act_applies_bias_and_activation_in_place) {
+  const int m = 3, n = 2056, ldc = 2064;
+  for (int act = 0; act <= 4; act++) {
+    char act_s[8];
+    snprintf(act_s, sizeof act_s, "%d", act);
+    const char *defs[] = {"T", "f32", "ACT", act_s, NULL};
+    tc_compilation *c = harness_compile("tests/kernels/bias_act.tile", NULL, defs);
+    HBuf cm = hbuf_new("f32", (size_t)m * ldc, "c"), bias = hbuf_new("f32", (size_t)n, "bias");
+    Rng rng = {70 + (uint64_t)act};
+    hbuf_fill_uniform(&cm, &rng, -2, 2);
+    hbuf_fill_uniform(&bias, &rng, -1, 1);
+    double *before = malloc(sizeof(double) * (size_t)m * ldc);
+    for (size_t i = 0; i < (size_t)m * ldc; i++) before[i] = hbuf_get(&cm, i);
+    tc_arg args[5] = {{.p = cm.data}, {.p = bias.data}, {.i = m}, {.i = n}, {.i = ldc}};
+    const HBuf *bufs[] = {&cm, &bias};
+    harness_run(c, (int64_t[3]){2, m, 1}, args, 5, bufs, 2);
+    double worst = 0;
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < ldc; j++) {
+        double x = before[(size_t)i * ldc + j], got = hbuf_get(&cm, (size_t)i * ldc + j);
+        if (j >= n) {
+          cr_expect_eq(got, x, "padding column %d changed", j);
+          continue;
+        }
+        x += hbuf_get(&bias, (size_t)j);
+        double want = act_ref(x, act);
+        worst = fmax(worst, fabs(got - want) / fmax(fabs(want), 1e-3));
+      }
+    cr_expect(worst < 1e-5, "act %d: relative error %g", act, worst);
+    free(before);
+    hbuf_free(&cm), hbuf_free(&bias);
+    tc_free(c);
+  }
+}

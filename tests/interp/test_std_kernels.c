@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "act_ref.h"
 
 #define F32_TOL 1e-5
 #define BF16_TOL 1e-2
@@ -174,9 +175,11 @@ static tc_arg tmat_arg(const TMat *t) {
 
 static double tmat_get(const TMat *t, int r, int c) { return hbuf_get(&t->b, (size_t)r * t->ld + c); }
 
-/* C = scale * A @ B from matrices stored as the kernels take them. */
-static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
-                           bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
+/* C = scale * A @ B from matrices stored as the kernels take them, on a
+ * grid of one program per tile or (programs > 0, the persistent gemm_ws)
+ * that many programs. */
+static void check_tma_gemm_on(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
+                              bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed, int64_t programs) {
   bool fp8 = strstr(file, "fp8") != NULL;
   const char *defs[12] = {"T", type, "TC", out};
   int nd = 4;
@@ -200,8 +203,9 @@ static void check_tma_gemm(const char *file, const char *type, const char *out, 
   if (fp8) args[na++] = (tc_arg){.p = sa.data}, args[na++] = (tc_arg){.p = sb.data};
   args[na++] = (tc_arg){.i = m}, args[na++] = (tc_arg){.i = n}, args[na++] = (tc_arg){.i = k};
   const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &sa, &sb};
-  int64_t bm = 128, bn = fp8 ? 256 : 128;
-  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, na, bufs, fp8 ? 5 : 3);
+  int64_t bm = 128, bn = fp8 || strstr(file, "gemm_ws") ? 256 : 128;
+  int64_t grid = programs ? programs : cdiv(m, bm) * cdiv(n, bn);
+  harness_run(c, (int64_t[3]){grid, 1, 1}, args, na, bufs, fp8 ? 5 : 3);
   double worst = 0, ref = 0;
   for (int i = 0; i < m; i++) {
     for (int j = 0; j < n; j++) {
@@ -218,6 +222,11 @@ static void check_tma_gemm(const char *file, const char *type, const char *out, 
   cr_expect(worst / ref < tol, "%s %s %dx%dx%d: rel error %g", file, type, m, n, k, worst / ref);
   hbuf_free(&a.b), hbuf_free(&b.b), hbuf_free(&cm.b), hbuf_free(&sa), hbuf_free(&sb);
   tc_free(c);
+}
+
+static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
+                           bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
+  check_tma_gemm_on(file, type, out, m, n, k, a_trans, b_trans, scale_a, scale_b, tol, seed, 0);
 }
 
 Test(std_gemm_tma, bf16_ragged) {
@@ -238,6 +247,51 @@ Test(std_gemm_fp8, e5m2_f32_out) {
 }
 Test(std_gemm_fp8, e4m3_one_tile) {
   check_tma_gemm("lang/std/gemm_fp8.tile", "f8e4m3", "bf16", 128, 256, 128, false, true, 1, 1, BF16_TOL, 36);
+}
+
+/* gemm_ws: each program walks tiles program_id(0), + num_programs(0), ... */
+Test(std_gemm_ws, bf16_one_program_many_tiles) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 264, 520, 72, false, false, 1, 1, BF16_TOL, 37, 1);
+}
+Test(std_gemm_ws, f16_transposed_a_and_b_f32_out) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 38, 2);
+}
+Test(std_gemm_ws, bf16_more_programs_than_tiles) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 72, 136, 64, false, true, 1, 1, BF16_TOL, 39, 3);
+}
+
+/* gemm_ws_bias_act: act(A @ B + bias) against float64 */
+static void check_ws_bias_act(int act, int m, int n, int k, uint64_t seed) {
+  char act_s[8];
+  snprintf(act_s, sizeof act_s, "%d", act);
+  const char *defs[] = {"ACT", act_s, NULL};
+  tc_compilation *c = harness_compile("lang/std/gemm_ws.tile", "gemm_ws_bias_act", defs);
+  Rng rng = {seed};
+  TMat a = tmat_new("bf16", m, k, 16, "a"), b = tmat_new("bf16", k, n, 16, "b"), cm = tmat_new("bf16", m, n, 8, "c");
+  HBuf bias = hbuf_new("f32", (size_t)n, "bias");
+  hbuf_fill_uniform(&a.b, &rng, -1, 1);
+  hbuf_fill_uniform(&b.b, &rng, -1, 1);
+  hbuf_fill_uniform(&bias, &rng, -1, 1);
+  hbuf_poison(&cm.b);
+  tc_arg args[7] = {tmat_arg(&cm), tmat_arg(&a), tmat_arg(&b), {.p = bias.data}, {.i = m}, {.i = n}, {.i = k}};
+  const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &bias};
+  harness_run(c, (int64_t[3]){2, 1, 1}, args, 7, bufs, 4);
+  double worst = 0, ref = 0;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double sum = 0;
+      for (int p = 0; p < k; p++) sum += tmat_get(&a, i, p) * tmat_get(&b, p, j);
+      double want = act_ref(sum + hbuf_get(&bias, (size_t)j), act), got = tmat_get(&cm, i, j);
+      worst = isnan(got) ? INFINITY : fmax(worst, fabs(got - want));
+      ref = fmax(ref, fabs(want));
+    }
+  cr_expect(worst / ref < BF16_TOL, "act %d %dx%dx%d: rel error %g", act, m, n, k, worst / ref);
+  hbuf_free(&a.b), hbuf_free(&b.b), hbuf_free(&cm.b), hbuf_free(&bias);
+  tc_free(c);
+}
+
+Test(std_gemm_ws, bias_and_each_activation) {
+  for (int act = 0; act <= 4; act++) check_ws_bias_act(act, 136, 264, 40, 40 + (uint64_t)act);
 }
 
 /* ---- flash attention ---- */

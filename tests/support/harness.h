@@ -30,9 +30,9 @@ double rng_uniform(Rng *r, double lo, double hi);
 
 /* Reads a file relative to the source tree (TILE_SOURCE_ROOT). */
 char *harness_read_source(const char *relpath, size_t *len);
-/* Compiles a file of the tree with NAME=VALUE defines (NULL-terminated
- * pairs: "BLOCK", "128", NULL); aborts the test with the diagnostics on
- * failure. */
+/* Compiles kernel `kernel` (NULL: the first) of a file of the tree with
+ * NAME=VALUE defines (NULL-terminated pairs: "BLOCK", "128", NULL); aborts
+ * the test with the diagnostics on failure. */
 tc_compilation *harness_compile(const char *relpath, const char *kernel, const char *const *defines);
 
 HBuf hbuf_new(const char *elem, size_t n, const char *name);

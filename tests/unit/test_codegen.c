@@ -2,7 +2,8 @@
  *   - every kernel of lang/std and tests/kernels (defaults and the
  *     specializations the GPU suite uses: every path of the two GEMMs,
  *     cp.async and TMA rings of 1 to 4 stages, transposed operands, f16,
- *     the FMA and mma.sync paths) compiles to PTX that
+ *     the FMA and mma.sync paths, the configurations of the
+ *     warp-specialized GEMM) compiles to PTX that
  *     `ptxas -arch=sm_90a -v` accepts, with 0 bytes of spills and no
  *     ptxas wgmma notes (C75xx: ptxas serialized the wgmmas or inserted
  *     waits, which costs much of the tensor cores' speed silently);
@@ -64,6 +65,13 @@ static const KernelSpec specs[] = {
     /* fp8 (k32 instructions, both operands K-major) */
     {"lang/std/gemm_fp8.tile", {NULL}},
     {"lang/std/gemm_fp8.tile", {"T", "f8e5m2", "TC", "f32", "BLOCK_N", "128", "STAGES", "2", NULL}},
+    /* warp-specialized, persistent: every configuration gemm_ws lists */
+    {"lang/std/gemm_ws.tile", {NULL}},
+    {"lang/std/gemm_ws.tile", {"BLOCK_N", "128", "STAGES", "4", NULL}},
+    {"lang/std/gemm_ws.tile", {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}},
+    {"lang/std/gemm_ws.tile", {"A_TRANS", "true", "B_TRANS", "true", NULL}},
+    {"lang/std/gemm_ws.tile", {"T", "f16", "TC", "f32", "BLOCK_N", "128", "STAGES", "4", NULL}},
+    {"lang/std/gemm_ws.tile", {"STAGES", "3", NULL}},
     {"lang/std/flash_attention.tile", {NULL}},
     {"lang/std/flash_attention.tile", {"STAGES", "1", NULL}},
     {"lang/std/flash_attention.tile", {"CAUSAL", "true", NULL}},
@@ -404,24 +412,6 @@ Test(codegen, descriptors_become_tma_copies) {
   tc_free(c);
 }
 
-Test(codegen, warp_specialized_kernel_runs_on_a_power_of_two) {
-  /* @warp_specialize asks for 12 warps; the back end (which does not
-   * specialize warps yet) runs the kernel with 8 and says so. */
-  const char *src = "@warp_specialize(producers = 1, consumers = 2)\n"
-                    "kernel k(h: *i32, x: *i32) { atomic_add(h + load(x + arange(0, 64)), 1); }";
-  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  char *ir = tc_emit(c, TC_EMIT_IR);
-  cr_expect(strstr(ir, "warps(12)") != NULL, "%s", ir);
-  free(ir);
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
-  cr_expect(strstr(tc_kernel_meta(c, 0), "\nwarps 8\n") != NULL, "%s", tc_kernel_meta(c, 0));
-  char *ptx = tc_emit(c, TC_EMIT_PTX);
-  cr_expect(strstr(ptx, ".maxntid 256, 1, 1") != NULL);
-  free(ptx);
-  tc_free(c);
-}
-
 /* A tile larger than a thread's registers is an error at compile time,
  * naming the tile and the knob, before ptxas would spend minutes on it. */
 Test(codegen, register_budget_is_checked) {
@@ -495,18 +485,37 @@ Test(codegen, auto_linker_keeps_wgmma_unserialized) {
   tc_free(c);
 }
 
-/* KNOWN BUG, found by fuzz_codegen (reproducer in
- * tests/fuzz/crashes-found/codegen-block-load-first-op.tile): when a
- * kernel's first op is a load_block (its offsets are all parameters) and
- * it also has a store_block, tc_generate crashes (SEGV in ir_insert_before
- * from sched_alloc_smem, compiler/nvptx/schedule.c): schedule_func takes
- * f->body.first as the place to allocate shared buffers before,
- * visit_block_load replaces that op, and visit_block_store then inserts
- * before an op no longer in any block. Disabled so that the suites stay
- * green; enable it with the fix (it must then pass). */
-Test(codegen, known_bug_block_load_as_first_op, .disabled = true) {
+/* Found by fuzz_codegen (reproducer in
+ * tests/fuzz/crashes-found/codegen-block-load-first-op.tile): a kernel
+ * whose first op is a load_block (its offsets all parameters) and which
+ * also has a store_block crashed tc_generate (shared buffers were placed
+ * before an op that the load's rewrite had removed). */
+Test(codegen, block_load_as_first_op) {
   tc_compilation *c = harness_compile("tests/fuzz/crashes-found/codegen-block-load-first-op.tile", NULL, NULL);
   tc_codegen_options o = {.linker = TC_LINKER_NONE};
   cr_expect(tc_generate(c, &o), "%s", tc_diagnostics(c));
+  tc_free(c);
+}
+
+/* Found by the random kernel generator (tests/gen/README.md): a bitcast
+ * between f16 and bf16 of a computed value (also through i16, which LLVM
+ * folds into one) and argmax of an fp8 tile made LLVM's instruction
+ * selection abort ("Cannot select: f16 = bitcast", "Cannot select: setcc"). */
+Test(codegen, half_bitcasts_and_fp8_argmax_compile) {
+  const char *src = "kernel k(o: *f16, a: *bf16, x: *f8e5m2, y: *i32, p: *u16) {\n"
+                    "  let r = arange(0, 16);\n"
+                    "  store(o + r, bitcast(sqrt(load(a + r)), f16) / -2.5);\n"
+                    "  store(o + 16 + r, bitcast(bitcast(sqrt(load(a + r)), i16), f16));\n"
+                    "  store(p + r, bitcast(load(o + r) * 2.0, u16));\n"
+                    "  let t = load(x + r[:, None] * 16 + r[None, :]);\n"
+                    "  store(y + r, argmax(t, 1));\n"
+                    "  store(y + 16 + r, argmin(t, 0));\n"
+                    "}\n";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_expect(ptx && strstr(ptx, "mov.b16"), "the 16-bit bitcasts go through a move");
+  free(ptx);
   tc_free(c);
 }

@@ -20,8 +20,7 @@
  *     bytes, the buffers and the knobs;
  *   - ir_verify_lowered rejects malformed GPU operations (each next to a
  *     well-formed twin that it accepts), and ir_verify_func rejects any
- *     GPU operation. One test, marked KNOWN VERIFIER GAP, fails today: a
- *     wgmma result read before its wgmma_wait is accepted.
+ *     GPU operation, and a wgmma result read before its wgmma_wait.
  * Built only where the back end (LLVM) is (tests/meson.build).
  */
 #include <criterion/criterion.h>
@@ -394,6 +393,8 @@ static const KernelSpec plan_cases[] = {
     {"lang/std/gemm_tma.tile", {"A_TRANS", "true", "B_TRANS", "true", NULL}},
     {"lang/std/flash_attention.tile", {NULL}},
     {"lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
+    {"lang/std/gemm_ws.tile", {NULL}},
+    {"lang/std/gemm_ws.tile", {"BLOCK_N", "128", "STAGES", "5", "CONSUMERS", "1", NULL}},
 };
 
 Test(smem_plan, buffers_are_aligned_ordered_and_disjoint_while_live) {
@@ -619,6 +620,28 @@ Test(verify_lowered, tma_load_takes_one_coordinate_per_dimension) {
   expect_rejected(build_tma_load, "tma_load: expected 2 coordinates, got 1");
 }
 
+/* A store of columns [column, column + 16) of an f32[64, 64] tile into a
+ * [64, 16] buffer: column must be a multiple of the buffer's width. */
+static void build_part_store(Kit *k, bool good) {
+  Value *buf = kit_smem(k, SK_F32, 2, (int32_t[]){64, 16}, 64, false);
+  Op *st = irb_op(&k->b, OP_SMEM_STORE, 2, (Value *[]){buf, kit_zeros(k, type_tile(SK_F32, 2, (int32_t[]){64, 64}))},
+                  NULL);
+  st->attr[0] = good ? 48 : 40;
+}
+
+/* ring_next takes the mbarriers of the ring and an i32 advance. */
+static void build_ring_next(Kit *k, bool good) {
+  Value *bars = kit_mbar(k, 4);
+  Value *adv = good ? kit_i32(k, 1) : kit_zeros(k, type_scalar(SK_I64));
+  irb_value(&k->b, OP_RING_NEXT, 2, (Value *[]){bars, adv}, type_scalar(SK_I32));
+}
+
+Test(verify_lowered, part_stores_and_ring_positions) {
+  expect_rejected(build_part_store, "smem_store: the tile must be f32[64, 16], or a wider one whose columns [column, "
+                                    "column + 16) it takes; got f32[64, 64] (column 40)");
+  expect_rejected(build_ring_next, "ring_next: the advance must be an i32 scalar");
+}
+
 /* PTX ISA: an mbarrier's transaction count holds at most 2^20 - 1 bytes. */
 #define MBAR_TX_LIMIT ((1 << 20) - 1)
 
@@ -673,10 +696,10 @@ Test(verify_lowered, buffers_only_go_to_gpu_operations) {
   expect_rejected(build_buffer_result, "a shared-memory buffer can only be the result of a GPU operation");
 }
 
-/* KNOWN VERIFIER GAP (fails today): ir.h says a wgmma's result "may only
- * feed another wgmma's acc or a wgmma_wait" (the product is still being
- * written asynchronously), but ir_verify_lowered accepts any use, so a
- * schedule that forgets the wait verifies and reads garbage on the GPU. */
+/* ir.h says a wgmma's result "may only feed another wgmma's acc or a
+ * wgmma_wait" (the product is still being written asynchronously): a
+ * schedule that forgets the wait would read garbage on the GPU, so the
+ * verifier rejects it. */
 static void build_unwaited_wgmma(Kit *k, bool good) {
   Value *a = kit_smem(k, SK_BF16, 2, (int32_t[]){64, 16}, 32, false);
   Value *b = kit_smem(k, SK_BF16, 2, (int32_t[]){16, 64}, 128, false);
