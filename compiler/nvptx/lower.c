@@ -120,6 +120,11 @@ LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMT
   return LLVMBuildCall2(L->b, fty, a, args, (unsigned)nargs, "");
 }
 
+void mark_convergent(Lower *L, LLVMValueRef call) {
+  unsigned kind = LLVMGetEnumAttributeKindForName("convergent", strlen("convergent"));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, kind, 0));
+}
+
 LLVMValueRef is_elected(Lower *L) {
   /* consumers: thread 0 of the consumers (of each warpgroup, ping-pong);
    * otherwise thread 0 of the block */

@@ -127,6 +127,9 @@ LLVMValueRef smem_ptr(Lower *L, LLVMValueRef offset);
 /* Inline PTX. `side_effects`: kept in place and in order. */
 LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
                       bool side_effects);
+/* Marks a call (an inline asm of a warp-collective instruction) as
+ * convergent: it may not be moved into code that only some threads run. */
+void mark_convergent(Lower *L, LLVMValueRef call);
 /* The thread that issues TMA copies and other one-thread work: tid 0. */
 LLVMValueRef is_elected(Lower *L);
 /* Runs the code the callback emits only where pred holds. */

@@ -52,6 +52,9 @@ LTile *lower_mma_dot(Lower *L, const Op *op, const Layout *l) {
         for (int j = 0; j < 2; j++) args[4 + j] = pack_pair(L, b->regs[bb + 2 * j], b->regs[bb + 2 * j + 1]);
         for (int j = 0; j < 4; j++) args[6 + j] = out->regs[cb + j];
         LLVMValueRef r = llvm_asm(L, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", ret, args, 10, false);
+        /* mma.sync.aligned needs the whole warp: LLVM must not sink it
+         * into the branch of a masked store that alone uses the result */
+        mark_convergent(L, r);
         for (int j = 0; j < 4; j++) out->regs[cb + j] = LLVMBuildExtractValue(L->b, r, (unsigned)j, "");
       }
   return out;

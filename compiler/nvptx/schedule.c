@@ -496,6 +496,7 @@ bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Ar
     count_uses(&f->body, &uses);
     again = drop_unused_reads(&f->body, &uses);
   }
+  if (!s.failed) sched_order_memory(&s);
   sched_split_warps(&s);
   return !s.failed;
 }

@@ -57,6 +57,11 @@ void sched_split_warps(Sched *s);
 /* A for loop with @warp_specialize that encloses pipelined loops. */
 bool sched_is_tile_loop(const Op *op);
 
+/* schedule_order.c: barriers between a store and a later load or atomic
+ * of the same buffer (another thread may hold the element); returns how
+ * many were put in. */
+int sched_order_memory(Sched *s);
+
 /* schedule_pingpong.c: in the consumer region of `split`, the consumer
  * warpgroups take the tile loop's iterations in turn. `producer_of` maps
  * the ops of the consumer region's tile loop to their copies in the

@@ -1,8 +1,8 @@
 /* gpu_diff.c - `tile-gpu diff`: a differential test of the GPU back end.
  *
  *   tile-gpu diff [--count N] [--seed S] [--jobs J] [--kernels K] [--seconds T]
- *                 [--out DIR] [--reduce R] [--features MASK] [--only KERNEL] [--dry-run]
- *                 [--verbose]
+ *                 [--out DIR] [--reduce R] [--reduce-seconds T] [--hang-seconds T]
+ *                 [--skip SEED]... [--features MASK] [--only KERNEL] [--dry-run] [--verbose]
  *
  * Generates N programs (tests/gen/kernel_gen.h) of K kernels each, program
  * i from seed S + i, on J threads. Each program is compiled once (tc_compile
@@ -31,13 +31,16 @@
  * difference is unexplained or a program fails to compile, run in the
  * interpreter, or launch; 77 without a GPU. With --seconds T no new
  * program is started after T seconds (and N is unlimited unless given) (then the reductions run, at most
- * DIFF_REDUCE_SECONDS more). --only KERNEL runs one kernel of each program,
+ * --reduce-seconds more). --only KERNEL runs one kernel of each program,
  * compiled alone (to find which kernel of a program faulted). --dry-run
  * needs no GPU: the kernels are compiled to PTX only, and the interpreter
  * running the -O0 compilation on the device-side buffers plays the GPU,
  * which checks this driver itself (layout, guards, comparison, reduction).
- * A GPU run that does not finish in DIFF_HANG_SECONDS stops the process
- * (naming the program): a hung kernel cannot be taken back.
+ * A GPU run that does not finish in --hang-seconds (DIFF_HANG_SECONDS)
+ * stops the process (naming the program): a hung kernel cannot be taken
+ * back; --skip SEED leaves such a program out of later runs. The
+ * reductions (of the first --reduce records) run on up to --jobs threads
+ * for at most --reduce-seconds.
  */
 #include <limits.h>
 #include <math.h>
@@ -76,6 +79,8 @@
  * longer than this has hung (a loop that does not stop?): the process
  * stops, naming the program, since the GPU cannot be recovered. */
 #define DIFF_HANG_SECONDS 60
+/* Seeds --skip may name (programs known to hang, while that is fixed). */
+#define DIFF_MAX_SKIP 16
 /* Progress lines, one per this many programs. */
 #define DIFF_PROGRESS_EVERY 50
 /* Distinct reasons of explained differences counted in the summary. */
@@ -92,6 +97,9 @@ typedef struct Options {
   bool verbose;
   const char *only; /* run only this kernel of each program, compiled alone */
   bool dry_run;     /* no GPU: the interpreter at -O0 plays the device */
+  double reduce_seconds, hang_seconds;
+  uint64_t skip[DIFF_MAX_SKIP]; /* seeds not run (one that hangs the GPU) */
+  int nskip;
 } Options;
 
 typedef enum Outcome { OUT_SAME, OUT_EXPLAINED, OUT_DIFFERENT, OUT_INTERP_ERROR, OUT_LAUNCH_ERROR } Outcome;
@@ -122,6 +130,8 @@ typedef struct Shared {
   double gpu_since[DIFF_MAX_JOBS];
   uint64_t gpu_seed[DIFF_MAX_JOBS];
   int finished; /* threads done */
+  int next_reduce; /* the next record to reduce */
+  double reduce_deadline_ms; /* no reduction check after this (now_ms) */
 } Shared;
 
 /* One thread's device memory and its host image. */
@@ -525,6 +535,9 @@ static void *worker(void *arg) {
     long i = done ? 0 : sh->next++;
     pthread_mutex_unlock(&sh->lock);
     if (done) break;
+    bool skipped = false;
+    for (int j = 0; j < sh->o->nskip; j++) skipped |= sh->o->skip[j] == sh->o->seed + (uint64_t)i;
+    if (skipped) continue;
     KgProgram *p = kg_generate(sh->o->seed + (uint64_t)i, &sh->cfg);
     bool alive = process_program(sh, &a, p);
     kg_free(p);
@@ -551,11 +564,11 @@ static void wait_for_threads(Shared *sh, int threads) {
     pthread_mutex_lock(&sh->lock);
     bool done = sh->finished >= threads;
     for (int i = 0; i < sh->o->jobs && !done; i++) {
-      if (!sh->gpu_since[i] || now_ms() - sh->gpu_since[i] < DIFF_HANG_SECONDS * 1e3) continue;
+      if (!sh->gpu_since[i] || now_ms() - sh->gpu_since[i] < sh->o->hang_seconds * 1e3) continue;
       printf("GPU hang: the kernels of seed %llu did not finish in %d s (a loop that does not stop?); stopping.\n"
              "  find the kernel with: tile-gpu diff --seed %llu --count 1 --jobs 1 --only KERNEL, for each of them\n"
              "diff: %ld programs, %ld kernels, %ld differences (%ld explained)\n",
-             (unsigned long long)sh->gpu_seed[i], DIFF_HANG_SECONDS, (unsigned long long)sh->gpu_seed[i], sh->programs,
+             (unsigned long long)sh->gpu_seed[i], (int)sh->o->hang_seconds, (unsigned long long)sh->gpu_seed[i], sh->programs,
              sh->kernels, sh->differences, sh->explained);
       fflush(stdout);
       _exit(1);
@@ -592,26 +605,37 @@ static bool still_differs(const char *src, size_t len, void *user) {
   return r.outcome == OUT_DIFFERENT && !strcmp(r.buffer, pr->buffer);
 }
 
+/* One reduction thread: takes the next record to reduce until none is
+ * left (the records are reduced on up to --jobs threads at once). */
 static void *reduce_records(void *arg) {
-  Shared *sh = arg;
+  Worker *w = arg;
+  Shared *sh = w->sh;
   Arena a = {0};
-  double start = now_ms();
-  for (int i = 0; i < sh->nrecords && i < sh->o->reduce && !sh->fault; i++) {
+  a.worker = w->index;
+  for (;;) {
+    pthread_mutex_lock(&sh->lock);
+    int i = sh->next_reduce++;
+    pthread_mutex_unlock(&sh->lock);
+    if (i >= sh->nrecords || i >= sh->o->reduce || sh->fault) break;
     Record *rec = &sh->records[i];
-    if (!rec->buffer[0] || now_ms() - start > DIFF_REDUCE_SECONDS * 1e3) continue;
+    if (!rec->buffer[0] || now_ms() > sh->reduce_deadline_ms) continue;
     KgProgram *p = kg_generate(rec->seed, &sh->cfg);
     size_t len;
     char *src = kg_kernel_source(p, rec->kernel, &len);
-    Probe pr = {sh, &a, &p->kernels[rec->kernel], rec->seed, rec->buffer, start + DIFF_REDUCE_SECONDS * 1e3};
+    Probe pr = {sh, &a, &p->kernels[rec->kernel], rec->seed, rec->buffer, sh->reduce_deadline_ms};
     if (still_differs(src, len, &pr)) {
       int checks = 0;
       rec->reduced = kg_reduce(src, len, still_differs, &pr, DIFF_REDUCE_CHECKS, &checks);
       write_file(rec->dir, "reduced.tile", rec->reduced, strlen(rec->reduced));
+      pthread_mutex_lock(&sh->lock);
       printf("reduced seed %llu %s in %d checks (%s/reduced.tile)\n", (unsigned long long)rec->seed,
              p->kernels[rec->kernel].name, checks, rec->dir);
+      pthread_mutex_unlock(&sh->lock);
     } else {
+      pthread_mutex_lock(&sh->lock);
       printf("seed %llu %s: the difference does not show when the kernel is compiled alone\n",
              (unsigned long long)rec->seed, p->kernels[rec->kernel].name);
+      pthread_mutex_unlock(&sh->lock);
     }
     free(src);
     kg_free(p);
@@ -628,8 +652,14 @@ static void *reduce_records(void *arg) {
 static bool parse(int argc, char **argv, Options *o) {
   const char *env_out = getenv("OUT");
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  *o = (Options){"", DIFF_DEFAULT_COUNT, 1, cpus > 0 ? (int)cpus : 1, DIFF_DEFAULT_KERNELS, DIFF_DEFAULT_REDUCE, 0,
-                 NULL, KG_F_ALL, false, NULL, false};
+  *o = (Options){.count = DIFF_DEFAULT_COUNT,
+                 .seed = 1,
+                 .jobs = cpus > 0 ? (int)cpus : 1,
+                 .kernels = DIFF_DEFAULT_KERNELS,
+                 .reduce = DIFF_DEFAULT_REDUCE,
+                 .features = KG_F_ALL,
+                 .reduce_seconds = DIFF_REDUCE_SECONDS,
+                 .hang_seconds = DIFF_HANG_SECONDS};
   snprintf(o->out_buf, sizeof o->out_buf, "%s/gpu-diff", env_out && *env_out ? env_out : ".");
   o->out = o->out_buf;
   bool count_given = false;
@@ -647,9 +677,13 @@ static bool parse(int argc, char **argv, Options *o) {
     else if (!strcmp(a, "--reduce")) o->reduce = atoi(v), i++;
     else if (!strcmp(a, "--features")) o->features = (unsigned)strtoul(v, NULL, 0), i++;
     else if (!strcmp(a, "--only")) o->only = v, i++;
+    else if (!strcmp(a, "--reduce-seconds")) o->reduce_seconds = atof(v), i++;
+    else if (!strcmp(a, "--hang-seconds")) o->hang_seconds = atof(v), i++;
+    else if (!strcmp(a, "--skip") && o->nskip < DIFF_MAX_SKIP) o->skip[o->nskip++] = strtoull(v, NULL, 0), i++;
     else return false;
   }
   if (o->seconds > 0 && !count_given) o->count = LONG_MAX; /* the time decides */
+  if (o->hang_seconds <= 0 || o->reduce_seconds < 0) return false;
   if (o->jobs < 1) o->jobs = 1;
   if (o->jobs > DIFF_MAX_JOBS) o->jobs = DIFF_MAX_JOBS;
   if (o->kernels < 1 || o->kernels > DIFF_MAX_KERNELS) return false;
@@ -660,7 +694,8 @@ int gpu_diff_main(int argc, char **argv, const char *source_root) {
   Options o;
   if (!parse(argc, argv, &o)) {
     fprintf(stderr, "usage: tile-gpu diff [--count N] [--seed S] [--jobs J] [--kernels K] [--seconds T] [--out DIR]\n"
-                    "                     [--reduce R] [--features MASK] [--only KERNEL] [--dry-run] [--verbose]\n");
+                    "                     [--reduce R] [--reduce-seconds T] [--hang-seconds T] [--skip SEED]...\n"
+                    "                     [--features MASK] [--only KERNEL] [--dry-run] [--verbose]\n");
     return 2;
   }
   Gpu g;
@@ -691,10 +726,13 @@ int gpu_diff_main(int argc, char **argv, const char *source_root) {
   wait_for_threads(&sh, o.jobs);
   for (int i = 0; i < o.jobs; i++) pthread_join(threads[i], NULL);
   double run_s = elapsed_s(&sh);
-  sh.finished = 0; /* the reductions run on a thread of their own, watched too */
-  pthread_create(&threads[0], NULL, reduce_records, &sh);
-  wait_for_threads(&sh, 1);
-  pthread_join(threads[0], NULL);
+  /* the reductions run on threads of their own, watched too */
+  sh.finished = 0;
+  sh.reduce_deadline_ms = now_ms() + o.reduce_seconds * 1e3;
+  int reducers = o.jobs < o.reduce ? o.jobs : (o.reduce > 0 ? o.reduce : 1);
+  for (int i = 0; i < reducers; i++) pthread_create(&threads[i], NULL, reduce_records, &workers[i]);
+  wait_for_threads(&sh, reducers);
+  for (int i = 0; i < reducers; i++) pthread_join(threads[i], NULL);
   long unexplained = sh.differences - sh.explained;
   printf("\n%.0f s (%.1f kernels/s); explained differences by reason:\n", run_s, sh.kernels / (run_s > 0 ? run_s : 1));
   for (int i = 0; i < DIFF_MAX_REASONS && sh.reasons[i]; i++) printf("  %6ld  %s\n", sh.reason_counts[i], sh.reasons[i]);

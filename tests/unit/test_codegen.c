@@ -519,3 +519,28 @@ Test(codegen, half_bitcasts_and_fp8_argmax_compile) {
   free(ptx);
   tc_free(c);
 }
+
+/* Found by tile-gpu diff: mma.sync.aligned needs all 32 lanes, and LLVM
+ * sank it (an inline asm it took for a pure computation) into the branch
+ * of the masked store that alone used the product, so only some lanes ran
+ * it: wrong products or a hung GPU. It is convergent now: every mma.sync
+ * comes before the first branch. */
+Test(codegen, mma_is_not_sunk_into_a_masked_store) {
+  const char *src = "kernel k(a: *f16, b: *f16, o: *f32) {\n"
+                    "  let i = arange(0, 32)[:, None] * 16 + arange(0, 16)[None, :];\n"
+                    "  let j = arange(0, 16)[:, None] * 16 + arange(0, 16)[None, :];\n"
+                    "  let c = dot(load(a + i), load(b + j), 3.0);\n"
+                    "  store(o + i, c, i < 60);\n"
+                    "}\n";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_assert(ptx);
+  const char *mma = strstr(ptx, "mma.sync"), *last = mma;
+  for (const char *m = mma; m; m = strstr(m + 1, "mma.sync")) last = m;
+  const char *branch = strstr(ptx, "bra");
+  cr_expect(mma && branch && last < branch, "an mma.sync after a branch:\n%s", ptx);
+  free(ptx);
+  tc_free(c);
+}
