@@ -117,9 +117,22 @@ bool target_optimize(const Target *t, LLVMModuleRef m, char **error) {
   LLVMAddModuleFlag(m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", strlen("nvvm-reflect-ftz"),
                     LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), 0, 0)));
   if (calls_libdevice(m) && !link_libdevice(t, m, error)) return false;
+  /* No SLP or loop vectorizer: the lowering emits the vector accesses
+   * itself, and for NVPTX LLVM 19's vectorizers narrow integer chains
+   * wrongly (tests/gen found a loop of i8 additions vectorized into a
+   * wrong s16x2 sum, and uitofp of a sign-extended byte narrowed to the
+   * byte). Both skip functions marked noimplicitfloat (the pass builder's
+   * options to turn them off are not honoured by LLVMRunPasses here); the
+   * mark goes before code generation, whose load/store vectorizer also
+   * honours it and is wanted. */
+  unsigned nif = LLVMGetEnumAttributeKindForName("noimplicitfloat", strlen("noimplicitfloat"));
+  for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn))
+    if (LLVMCountBasicBlocks(fn)) LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, nif, 0));
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMErrorRef err = LLVMRunPasses(m, "default<O3>", t->tm, opts);
   LLVMDisposePassBuilderOptions(opts);
+  for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn))
+    LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, nif);
   if (err) {
     char *msg = LLVMGetErrorMessage(err);
     *error = dup_message("LLVM optimization failed: ", msg);

@@ -544,3 +544,49 @@ Test(codegen, mma_is_not_sunk_into_a_masked_store) {
   free(ptx);
   tc_free(c);
 }
+
+/* Found by tile-gpu diff: LLVM's SLP vectorizer narrowed the u32 -> bf16
+ * conversion of a sign-extended i8 to an unsigned conversion of the i8
+ * (-3 became 253 instead of 4294967293); the vectorizers are off. */
+Test(codegen, sign_extended_bytes_convert_as_unsigned_words) {
+  const char *src = "kernel k(x: *i8, o: *bf16) {\n"
+                    "  let v = load(x + arange(0, 16)[:, None], arange(0, 16)[None, :] < 7, program_id(0) as bf16);\n"
+                    "  store(o + arange(0, 16)[:, None] * 16 + arange(0, 16)[None, :], v as u32);\n"
+                    "}\n";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ll = tc_emit(c, TC_EMIT_LLVM);
+  cr_assert(ll);
+  bool narrowed = strstr(ll, "uitofp i8") != NULL;
+  for (const char *u = strstr(ll, "uitofp <"); u; u = strstr(u + 1, "uitofp <")) {
+    const char *x = strstr(u, " x "), *eol = strchr(u, '\n');
+    narrowed |= x && eol && x < eol && !strncmp(x, " x i8>", 6);
+  }
+  cr_expect(!narrowed, "an unsigned conversion of the bytes:\n%s", ll);
+  cr_expect(strstr(ll, "uitofp i32"), "the conversion starts from the u32 value:\n%s", ll);
+  free(ll);
+  tc_free(c);
+}
+
+/* Found by tile-gpu diff: LLVM's loop vectorizer turned a while loop of
+ * i8 additions into an s16x2 sum that lost the loop's result on the GPU;
+ * LLVM's vectorizers do not run (the lowering vectorizes accesses). */
+Test(codegen, loops_are_not_vectorized_by_llvm) {
+  const char *src = "kernel k(x: *i8, y: *i32, o: *i8) {\n"
+                    "  let v = load(y + (load(y + 1) & 31));\n"
+                    "  var a = load(x + 1);\n"
+                    "  var w = 0;\n"
+                    "  while w < 3 && v >= 255 { w += 1; a = a + (w as i8); }\n"
+                    "  store(o + program_id(0), a);\n"
+                    "}\n";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ll = tc_emit(c, TC_EMIT_LLVM);
+  cr_assert(ll);
+  cr_expect(!strstr(ll, "vector.body") && !strstr(ll, "llvm.vector.reduce"), "%s", ll);
+  cr_expect(!strstr(ll, "noimplicitfloat"), "the mark that stops the vectorizers is gone before code generation");
+  free(ll);
+  tc_free(c);
+}
