@@ -70,7 +70,24 @@ static LLVMValueRef float_to_int(Lower *L, LLVMValueRef v, ScalarKind from, Scal
   return call_intrinsic(L, name, llvm_elem_type(L, to), &v, 1);
 }
 
+/* An integer -> f16 through f32, in asm: cvt.rn.f16 of an integer beyond
+ * the f16 range gives the largest finite value on the GPU, not inf
+ * (tile-gpu diff found it), and LLVM folds the two conversions back into
+ * one. Through f32 it is one rounding: an integer that f32 rounds is
+ * beyond the f16 range (inf either way). */
+static LLVMValueRef int_to_f16(Lower *L, LLVMValueRef v, ScalarKind from) {
+  bool u = is_unsigned_kind(from) || from == SK_I1;
+  bool wide = scalar_bits(from) == 64;
+  if (!wide && scalar_bits(from) < 32) v = u ? LLVMBuildZExt(L->b, v, L->t_i32, "") : LLVMBuildSExt(L->b, v, L->t_i32, "");
+  char text[96];
+  snprintf(text, sizeof text, "{\n.reg .f32 t;\ncvt.rn.f32.%s%d t, $1;\ncvt.rn.f16.f32 $0, t;\n}", u ? "u" : "s",
+           wide ? 64 : 32);
+  LLVMValueRef bits = inline_asm(L, text, wide ? "=h,l" : "=h,r", L->t_i16, &v, 1);
+  return LLVMBuildBitCast(L->b, bits, L->t_f16, "");
+}
+
 static LLVMValueRef int_to_float(Lower *L, LLVMValueRef v, ScalarKind from, ScalarKind to) {
+  if (to == SK_F16) return int_to_f16(L, v, from);
   ScalarKind mid = is_fp8(to) ? SK_F32 : to;
   LLVMTypeRef t = llvm_elem_type(L, mid);
   LLVMValueRef r = is_unsigned_kind(from) || from == SK_I1 ? LLVMBuildUIToFP(L->b, v, t, "") : LLVMBuildSIToFP(L->b, v, t, "");
@@ -272,21 +289,39 @@ static LLVMValueRef math_scalar(Lower *L, OpKind kind, LLVMValueRef a, ScalarKin
   return call_intrinsic(L, name, t, &a, 1);
 }
 
+/* -x or abs(x) of an i8/i16, in 32 bits and cut back to 16 by a move.
+ * ptxas takes neg.s16/abs.s16 of a sign-extended value to be sign-extended
+ * in its 32-bit register and drops a later cvt.s32.s16, which is wrong for
+ * the one value that wraps (-32768 came out as +32768; tile-gpu diff found
+ * it). An i8 goes through its i16 sign extension. */
+static LLVMValueRef narrow_neg_abs(Lower *L, LLVMValueRef a, ScalarKind k, bool abs) {
+  LLVMValueRef h = k == SK_I8 ? LLVMBuildSExt(L->b, a, L->t_i16, "") : a;
+  const char *text = abs ? "{\n.reg .b32 t;\ncvt.s32.s16 t, $1;\nabs.s32 t, t;\ncvt.u16.u32 $0, t;\n}"
+                         : "{\n.reg .b32 t;\ncvt.s32.s16 t, $1;\nneg.s32 t, t;\ncvt.u16.u32 $0, t;\n}";
+  LLVMValueRef r = inline_asm(L, text, "=h,h", L->t_i16, &h, 1);
+  return k == SK_I8 ? LLVMBuildTrunc(L->b, r, L->t_i8, "") : r;
+}
+
 static LLVMValueRef unary_scalar(Lower *L, OpKind kind, LLVMValueRef a, ScalarKind k) {
   bool fl = scalar_is_float(k);
   switch (kind) {
   case OP_NEG:
     if (fl) return narrow_float(k) ? float_to_float(L, LLVMBuildFNeg(L->b, float_to_float(L, a, k, SK_F32), ""), SK_F32, k)
                                    : LLVMBuildFNeg(L->b, a, "");
+    if (k == SK_I8 || k == SK_I16) return narrow_neg_abs(L, a, k, false);
     return LLVMBuildSub(L->b, const_int(L, LLVMTypeOf(a), 0), a, "");
   case OP_NOT: return LLVMBuildNot(L->b, a, "");
   case OP_ABS:
     if (!fl) {
-      LLVMValueRef args[2] = {a, LLVMConstInt(L->t_i1, 0, 0)};
       if (is_unsigned_kind(k)) return a;
-      char name[32];
-      snprintf(name, sizeof name, "llvm.abs.i%d", scalar_bits(k));
-      return call_intrinsic(L, name, LLVMTypeOf(a), args, 2);
+      if (k == SK_I8 || k == SK_I16) return narrow_neg_abs(L, a, k, true);
+      /* ptxas folds abs.s32(x) < 0 to false (wrong for the most negative
+       * value, tile-gpu diff found it): a select it does not fold */
+      bool w = k == SK_I64 || k == SK_U64;
+      return inline_asm(L,
+                        w ? "{\n.reg .pred p;\nsetp.lt.s64 p, $1, 0;\nmov.b64 $0, $1;\n@p sub.s64 $0, 0, $1;\n}"
+                          : "{\n.reg .pred p;\nsetp.lt.s32 p, $1, 0;\nmov.b32 $0, $1;\n@p sub.s32 $0, 0, $1;\n}",
+                        w ? "=l,l" : "=r,r", LLVMTypeOf(a), &a, 1);
     }
     return math_scalar(L, kind, a, k);
   default: return math_scalar(L, kind, a, k);

@@ -590,3 +590,27 @@ Test(codegen, loops_are_not_vectorized_by_llvm) {
   free(ll);
   tc_free(c);
 }
+
+/* Found by tile-gpu diff, all wrong only for the extreme values: ptxas
+ * takes neg/abs of a 16-bit value to stay sign-extended (-(-32768) came
+ * out +32768) and abs.s32(x) < 0 to be false; cvt.rn.f16 of an integer
+ * beyond the f16 range gives 65504, not inf. The PTX works around each. */
+Test(codegen, integer_extremes_work_around_ptxas) {
+  const char *src = "kernel k(x: *i16, y: *i32, o: *i32, h: *f16) {\n"
+                    "  let r = arange(0, 32);\n"
+                    "  store(o + r, -load(x + r));\n"
+                    "  store(o + 32 + r, abs(load(x + 32 + r)));\n"
+                    "  store(o + 64 + r, where(abs(load(y + r)) < 0, 1, 0));\n"
+                    "  store(h + r, load(y + 32 + r) as f16);\n"
+                    "}\n";
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_assert(ptx);
+  cr_expect(!strstr(ptx, "neg.s16") && !strstr(ptx, "abs.s16") && strstr(ptx, "neg.s32"), "16-bit neg/abs in 32 bits:\n%s", ptx);
+  cr_expect(strstr(ptx, "@p sub.s32"), "abs of i32 as a select:\n%s", ptx);
+  cr_expect(!strstr(ptx, "cvt.rn.f16.s32") && strstr(ptx, "cvt.rn.f32.s32"), "int -> f16 through f32:\n%s", ptx);
+  free(ptx);
+  tc_free(c);
+}
