@@ -112,6 +112,17 @@ Test(codegen, every_kernel_assembles_without_spills_or_wgmma_notes) {
   }
 }
 
+/* src compiled down to PTX with `what` emitted (malloc'd). */
+static char *emit_source(const char *src, tc_emit_kind what) {
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *text = tc_emit(c, what);
+  tc_free(c);
+  cr_assert(text);
+  return text;
+}
+
 static char *ptx_of(const char *path, const char *const *defines) {
   tc_compilation *c = generate(path, defines, TC_LINKER_NONE);
   char *ptx = tc_emit(c, TC_EMIT_PTX);
@@ -532,17 +543,12 @@ Test(codegen, mma_is_not_sunk_into_a_masked_store) {
                     "  let c = dot(load(a + i), load(b + j), 3.0);\n"
                     "  store(o + i, c, i < 60);\n"
                     "}\n";
-  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
-  char *ptx = tc_emit(c, TC_EMIT_PTX);
-  cr_assert(ptx);
+  char *ptx = emit_source(src, TC_EMIT_PTX);
   const char *mma = strstr(ptx, "mma.sync"), *last = mma;
   for (const char *m = mma; m; m = strstr(m + 1, "mma.sync")) last = m;
   const char *branch = strstr(ptx, "bra");
   cr_expect(mma && branch && last < branch, "an mma.sync after a branch:\n%s", ptx);
   free(ptx);
-  tc_free(c);
 }
 
 /* Found by tile-gpu diff: LLVM's SLP vectorizer narrowed the u32 -> bf16
@@ -553,11 +559,7 @@ Test(codegen, sign_extended_bytes_convert_as_unsigned_words) {
                     "  let v = load(x + arange(0, 16)[:, None], arange(0, 16)[None, :] < 7, program_id(0) as bf16);\n"
                     "  store(o + arange(0, 16)[:, None] * 16 + arange(0, 16)[None, :], v as u32);\n"
                     "}\n";
-  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
-  char *ll = tc_emit(c, TC_EMIT_LLVM);
-  cr_assert(ll);
+  char *ll = emit_source(src, TC_EMIT_LLVM);
   bool narrowed = strstr(ll, "uitofp i8") != NULL;
   for (const char *u = strstr(ll, "uitofp <"); u; u = strstr(u + 1, "uitofp <")) {
     const char *x = strstr(u, " x "), *eol = strchr(u, '\n');
@@ -566,7 +568,6 @@ Test(codegen, sign_extended_bytes_convert_as_unsigned_words) {
   cr_expect(!narrowed, "an unsigned conversion of the bytes:\n%s", ll);
   cr_expect(strstr(ll, "uitofp i32"), "the conversion starts from the u32 value:\n%s", ll);
   free(ll);
-  tc_free(c);
 }
 
 /* Found by tile-gpu diff: LLVM's loop vectorizer turned a while loop of
@@ -580,15 +581,10 @@ Test(codegen, loops_are_not_vectorized_by_llvm) {
                     "  while w < 3 && v >= 255 { w += 1; a = a + (w as i8); }\n"
                     "  store(o + program_id(0), a);\n"
                     "}\n";
-  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
-  char *ll = tc_emit(c, TC_EMIT_LLVM);
-  cr_assert(ll);
+  char *ll = emit_source(src, TC_EMIT_LLVM);
   cr_expect(!strstr(ll, "vector.body") && !strstr(ll, "llvm.vector.reduce"), "%s", ll);
   cr_expect(!strstr(ll, "noimplicitfloat"), "the mark that stops the vectorizers is gone before code generation");
   free(ll);
-  tc_free(c);
 }
 
 /* Found by tile-gpu diff, all wrong only for the extreme values: ptxas
@@ -603,14 +599,9 @@ Test(codegen, integer_extremes_work_around_ptxas) {
                     "  store(o + 64 + r, where(abs(load(y + r)) < 0, 1, 0));\n"
                     "  store(h + r, load(y + 32 + r) as f16);\n"
                     "}\n";
-  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
-  char *ptx = tc_emit(c, TC_EMIT_PTX);
-  cr_assert(ptx);
+  char *ptx = emit_source(src, TC_EMIT_PTX);
   cr_expect(!strstr(ptx, "neg.s16") && !strstr(ptx, "abs.s16") && strstr(ptx, "neg.s32"), "16-bit neg/abs in 32 bits:\n%s", ptx);
   cr_expect(strstr(ptx, "@p sub.s32"), "abs of i32 as a select:\n%s", ptx);
   cr_expect(!strstr(ptx, "cvt.rn.f16.s32") && strstr(ptx, "cvt.rn.f32.s32"), "int -> f16 through f32:\n%s", ptx);
   free(ptx);
-  tc_free(c);
 }
