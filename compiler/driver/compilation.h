@@ -26,6 +26,7 @@ struct tc_compilation {
   Program *prog;
   Module *module;
   char *rendered;
+  int rendered_count; /* diagnostics in `rendered` (later ones re-render it) */
   /* GPU back end results (codegen.c), all malloc'd */
   bool generated;
   char *lowered, *llvm_ir, *ptx;

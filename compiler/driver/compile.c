@@ -139,7 +139,9 @@ int tc_error_count(const tc_compilation *c) { return c->diags.errors; }
 
 const char *tc_diagnostics(const tc_compilation *c) {
   tc_compilation *mc = (tc_compilation *)c; /* the rendering is cached */
-  if (!mc->rendered) {
+  if (!mc->rendered || mc->rendered_count != c->diags.count) {
+    free(mc->rendered);
+    mc->rendered_count = c->diags.count;
     StrBuf sb;
     sb_init(&sb);
     diags_render_all(&c->diags, &sb);

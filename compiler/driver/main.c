@@ -26,6 +26,8 @@ static const char usage_text[] =
     "                         (required for cubin)\n"
     "  --embed                with --emit=header: embed the cubin in the header\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
+    "  -Werror=spills         register spills are errors, not warnings (compiles to a cubin\n"
+    "                         to find them)\n"
     "  -g, --debug-barriers   mbarrier waits give up after 2 s and trap, printing the kernel,\n"
     "                         barrier, phase and program; TMA copies check their row alignment\n"
     "  --linker=NAME          PTX to cubin with: auto (default), nvjitlink, ptxas\n"
@@ -122,7 +124,7 @@ enum { EMIT_CUBIN = TC_EMIT_PTX + 1, EMIT_HEADER, EMIT_COUNT };
 typedef struct Options {
   const char *file, *out, *kernel, *arch;
   int emit; /* -1: none */
-  bool verbose, embed, debug_barriers;
+  bool verbose, embed, debug_barriers, werror_spills;
   tc_linker linker;
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
@@ -183,6 +185,8 @@ static int parse_options(int argc, char **argv, Options *o) {
                            a + 7);
     } else if (!strcmp(a, "-v")) {
       o->verbose = true;
+    } else if (!strcmp(a, "-Werror=spills")) {
+      o->werror_spills = true;
     } else if (!strcmp(a, "-g") || !strcmp(a, "--debug-barriers")) {
       o->debug_barriers = true;
     } else if (!strcmp(a, "--embed")) {
@@ -254,15 +258,23 @@ static void print_stats(tc_compilation *c) {
   }
 }
 
+/* Prints the diagnostics added since the last call (warnings of a stage
+ * that succeeded; all of them after an error). */
+static void print_new_diagnostics(tc_compilation *c, size_t *printed) {
+  const char *d = tc_diagnostics(c);
+  size_t n = strlen(d);
+  if (n > *printed) fputs(d + *printed, stderr);
+  *printed = n;
+}
+
 /* The GPU stages: generate, then write what --emit asked for. */
-static int emit_gpu(const Options *o, tc_compilation *c) {
-  bool need_cubin = o->emit == EMIT_CUBIN || o->emit == EMIT_HEADER || o->verbose;
+static int emit_gpu(const Options *o, tc_compilation *c, size_t *printed) {
+  bool need_cubin = o->emit == EMIT_CUBIN || o->emit == EMIT_HEADER || o->verbose || o->werror_spills;
   tc_codegen_options go = {.arch = o->arch, .linker = need_cubin ? o->linker : TC_LINKER_NONE,
-                           .debug_barriers = o->debug_barriers};
-  if (!tc_generate(c, &go)) {
-    fputs(tc_diagnostics(c), stderr);
-    return EXIT_SOURCE_ERROR;
-  }
+                           .debug_barriers = o->debug_barriers, .spills_are_errors = o->werror_spills};
+  bool ok = tc_generate(c, &go);
+  print_new_diagnostics(c, printed);
+  if (!ok) return EXIT_SOURCE_ERROR;
   if (o->verbose) print_stats(c);
   if (o->emit == EMIT_CUBIN) {
     size_t size;
@@ -302,15 +314,16 @@ static int compile_file(const Options *o) {
     if (text) rc = write_output(o->out, text);
     free(text);
   }
+  size_t printed = 0;
+  print_new_diagnostics(c, &printed); /* the errors, or the front end's warnings */
   if (tc_error_count(c)) {
-    fputs(tc_diagnostics(c), stderr);
     rc = EXIT_SOURCE_ERROR;
   } else if (o->emit == TC_EMIT_IR) {
     char *text = tc_emit(c, TC_EMIT_IR);
     rc = write_output(o->out, text ? text : "");
     free(text);
-  } else if (o->emit > TC_EMIT_IR || o->verbose) {
-    rc = emit_gpu(o, c);
+  } else if (o->emit > TC_EMIT_IR || o->verbose || o->werror_spills) {
+    rc = emit_gpu(o, c, &printed);
   }
   tc_free(c);
   return rc;

@@ -50,8 +50,10 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
 void tc_free(tc_compilation *c);
 
 int tc_error_count(const tc_compilation *c);
-/* All diagnostics rendered as "file:line:col: error: ..." with the source
- * line and a caret; "" when there are none. Owned by the compilation. */
+/* All diagnostics so far rendered as "file:line:col: error: ..." with the
+ * source line and a caret; "" when there are none. Owned by the
+ * compilation, valid until tc_free or until a later stage (tc_generate)
+ * adds diagnostics: call it again then. */
 const char *tc_diagnostics(const tc_compilation *c);
 
 typedef enum tc_emit_kind {

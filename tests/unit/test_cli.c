@@ -353,6 +353,30 @@ Test(cli, verbose_warns_when_ptxas_notes_wgmma_trouble) {
   result_free(&r);
 }
 
+/* Register spills are warnings on a successful compilation, errors with
+ * -Werror=spills; the epilogue with erf spills (bench/RESULTS.md). */
+Test(cli, spills_warn_or_fail_with_werror) {
+  if (access(REAL_PTXAS, X_OK) != 0) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  const char *f = TILE_SOURCE_ROOT "/lang/std/gemm_ws.tile";
+  Result r = RUN(f, "-k", "gemm_ws_bias_act", "-D", "ACT=2", "--linker=ptxas", "--emit=cubin", "-o", tmp_path("k.cubin"));
+  if (r.status == 1 && strstr(r.err, "no GPU back end")) {
+    result_free(&r);
+    cr_skip_test("tilec was built without the GPU back end");
+  }
+  expect_status(&r, 0);
+  cr_expect(strstr(r.err, ": warning: GPU back end: kernel 'gemm_ws_bias_act' spills registers"), "stderr:\n%s", r.err);
+  result_free(&r);
+  r = RUN(f, "-k", "gemm_ws_bias_act", "-D", "ACT=2", "--linker=ptxas", "-Werror=spills");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, ": error: GPU back end: kernel 'gemm_ws_bias_act' spills registers"), "stderr:\n%s", r.err);
+  result_free(&r);
+  /* a kernel that does not spill compiles as before */
+  r = RUN(f, "-k", "gemm_ws", "--linker=ptxas", "-Werror=spills");
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.err, "");
+  result_free(&r);
+}
+
 /* ---- usage ----------------------------------------------------------------- */
 
 Test(cli, help_and_version_exit_0) {
