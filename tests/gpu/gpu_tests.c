@@ -303,6 +303,16 @@ static void prepare_reductions(DBuf *bufs, int n) {
   dbuf_set(x, 50 + 5, 0.0);
 }
 
+/* The extreme values of tests/kernels/gpu_regressions.tile (its comment
+ * says what each output checks). */
+static void prepare_gpu_regressions(DBuf *bufs, int n) {
+  DBuf *h = buf(bufs, n, "h"), *w = buf(bufs, n, "w"), *b = buf(bufs, n, "b");
+  dbuf_set(h, 3, -32768), dbuf_set(h, 7, 32767), dbuf_set(h, 32 + 5, -32768);
+  dbuf_set(w, 4, -2147483648.0), dbuf_set(w, 32, 100000), dbuf_set(w, 33, -70000), dbuf_set(w, 34, 65520);
+  dbuf_set(w, 35, 65519), dbuf_set(w, 64, 300);
+  dbuf_set(b, 2, -3), dbuf_set(b, 9, -128), dbuf_set(b, 32, 1);
+}
+
 /* ---- the cases ---- */
 
 #define SC(nm, v) {nm, SCALAR, 0, 0, 0, v, 0}
@@ -340,6 +350,12 @@ static const Case cases[] = {
     {"loop_limits: big steps", "tests/kernels/loop_limits.tile", {NULL}, 1, NULL, 0,
      {OUTB("out", 6, 0), SC("lo", 2147483600), SC("hi", 2147483647), SC("step", 47), SC("ulo", 4000000000.0),
       SC("uhi", 4294967295.0), SC("ustep", 100000000)}, NULL, NULL, 0, false},
+    {"gpu_regressions: what tile-gpu diff found", "tests/kernels/gpu_regressions.tile", {NULL}, 1, NULL, 0,
+     {INB("h", 64, -32768, 32767), INB("w", 65, -1000, 1000), INB("b", 33, -128, 127), INB("x16", 512, -2, 2),
+      INB("y16", 256, -2, 2), OUTB("tmp", 512, 0), OUTB("t_out", 512, 0), OUTB("neg_out", 32, 0),
+      OUTB("abs_out", 32, 0), OUTB("absw_out", 32, 0), OUTB("f16_out", 32, 0), OUTB("bf_out", 32, 0),
+      OUTB("mma_out", 512, F32_TOL), OUTB("loop_out", 1, 0)},
+     prepare_gpu_regressions, NULL, 0, false},
     {"softmax 37x1000", "lang/std/softmax.tile", {NULL}, 37, NULL, 0,
      {OUTB("out", 37 * 1024, F32_TOL), INB("x", 37 * 1024, -4, 4), SC("n", 1000), SC("stride", 1024)}, NULL,
      ref_softmax_37, F32_TOL, false},

@@ -320,6 +320,57 @@ Test(kernel_loop_limits, exact_ends_and_big_steps) {
 }
 Test(kernel_loop_limits, ordinary_ranges) { check_loop_limits(-20, 37, 3, 5, 100, 7); }
 
+/* ---- gpu_regressions: what tile-gpu diff found, in the interpreter ---- */
+
+Test(kernels, gpu_regressions_values) {
+  tc_compilation *c = harness_compile("tests/kernels/gpu_regressions.tile", NULL, NULL);
+  Rng rng = {77};
+  HBuf h = hbuf_new("i16", 64, "h"), w = hbuf_new("i32", 65, "w"), b = hbuf_new("i8", 33, "b");
+  HBuf x16 = hbuf_new("f16", 512, "x16"), y16 = hbuf_new("f16", 256, "y16"), tmp = hbuf_new("f32", 512, "tmp");
+  HBuf t_out = hbuf_new("f32", 512, "t_out"), neg = hbuf_new("i32", 32, "neg_out"), abs_ = hbuf_new("i32", 32, "abs_out");
+  HBuf absw = hbuf_new("i32", 32, "absw_out"), f16o = hbuf_new("f16", 32, "f16_out"), bfo = hbuf_new("bf16", 32, "bf_out");
+  HBuf mma = hbuf_new("f32", 512, "mma_out"), loop = hbuf_new("i8", 1, "loop_out");
+  hbuf_fill_uniform(&h, &rng, -1000, 1000);
+  hbuf_fill_uniform(&w, &rng, -1000, 1000);
+  hbuf_fill_uniform(&b, &rng, -100, 100);
+  hbuf_fill_uniform(&x16, &rng, -2, 2);
+  hbuf_fill_uniform(&y16, &rng, -2, 2);
+  hbuf_set(&h, 3, -32768), hbuf_set(&h, 32 + 5, -32768), hbuf_set(&h, 7, 32767);
+  hbuf_set(&w, 4, -2147483648.0), hbuf_set(&w, 32, 100000), hbuf_set(&w, 33, -70000), hbuf_set(&w, 34, 65520), hbuf_set(&w, 35, 65519);
+  hbuf_set(&w, 64, 300);
+  hbuf_set(&b, 2, -3), hbuf_set(&b, 32, 1);
+  HBuf *all[] = {&h, &w, &b, &x16, &y16, &tmp, &t_out, &neg, &abs_, &absw, &f16o, &bfo, &mma, &loop};
+  tc_arg args[14];
+  for (int i = 0; i < 14; i++) {
+    if (i >= 5) hbuf_poison(all[i]);
+    args[i] = (tc_arg){.p = all[i]->data};
+  }
+  harness_run(c, (int64_t[3]){1, 1, 1}, args, 14, (const HBuf *const *)all, 14);
+  for (int i = 0; i < 512; i++)
+    cr_expect_eq(hbuf_get(&t_out, i), ((i % 32) * 16 + i / 32) * 0.5, "t_out[%d]", i);
+  cr_expect_eq(hbuf_get(&neg, 3), -32768, "-(-32768) wraps in i16");
+  cr_expect_eq(hbuf_get(&neg, 7), -32767);
+  cr_expect_eq(hbuf_get(&abs_, 5), -32768, "abs(-32768) wraps in i16");
+  for (int i = 0; i < 32; i++) cr_expect_eq(hbuf_get(&absw, i), i == 4 ? 1 : 0, "absw_out[%d]", i);
+  cr_expect(isinf(hbuf_get(&f16o, 0)) && hbuf_get(&f16o, 0) > 0, "100000 as f16 is inf");
+  cr_expect(isinf(hbuf_get(&f16o, 1)) && hbuf_get(&f16o, 1) < 0, "-70000 as f16 is -inf");
+  cr_expect(isinf(hbuf_get(&f16o, 2)), "65520 rounds (to even) to inf");
+  cr_expect_eq(hbuf_get(&f16o, 3), 65504, "65519 rounds down");
+  cr_expect_eq(hbuf_get(&bfo, 2), 4294967296.0, "-3 as u32 is 4294967293, as bf16 2^32");
+  double want[512];
+  for (int i = 0; i < 32; i++)
+    for (int j = 0; j < 16; j++) {
+      double acc = 3.0;
+      for (int t = 0; t < 16; t++) acc += hbuf_get(&x16, i * 16 + t) * hbuf_get(&y16, t * 16 + j);
+      want[i * 16 + j] = acc;
+    }
+  cr_expect_lt(rel_error(&mma, want, 60), 1e-5, "the product's stored elements");
+  cr_expect(isnan(hbuf_get(&mma, 60)) && isnan(hbuf_get(&mma, 511)), "masked-off elements keep the poison (NaN)");
+  cr_expect_eq(hbuf_get(&loop, 0), 7, "1 + 1 + 2 + 3");
+  for (int i = 0; i < 14; i++) hbuf_free(all[i]);
+  tc_free(c);
+}
+
 /* bias_act: C = act(C + bias) in place, the GEMM epilogue as a kernel. */
 Test(kernels, bias_act_applies_bias_and_activation_in_place) {
   const int m = 3, n = 2056, ldc = 2064;
