@@ -33,6 +33,8 @@ objects=()
 for o in "${outputs[@]}"; do
   t=$(basename "$o")
   [ -d "$FUZZ_BUILD/corpus/$t" ] || { echo "$t: no corpus in $FUZZ_BUILD/corpus/$t (run scripts/fuzz.sh first)" >&2; continue; }
+  # fuzz_codegen also links every kernel (ptxas, nvJitLink) here
+  TILE_FUZZ_LINKER=$([ "$t" = fuzz_codegen ] && echo 1 || echo 0) \
   LLVM_PROFILE_FILE="$PWD/build-cov/profiles/$t-%p.profraw" "build-cov/$o" -runs=0 -timeout=60 -rss_limit_mb=8192 \
     "$FUZZ_BUILD/corpus/$t" >"build-cov/profiles/$t.log" 2>&1 || echo "$t: run over the corpus failed (see build-cov/profiles/$t.log)" >&2
   objects+=(-object "build-cov/$o")
