@@ -112,6 +112,30 @@ Test(codegen, every_kernel_assembles_without_spills_or_wgmma_notes) {
   }
 }
 
+/* The training attention kernels (a file of four): every kernel, head dims
+ * 64 and 128, full and causal, with no spills and no wgmma notes. */
+Test(codegen, attention_backward_assembles_without_spills_or_wgmma_notes) {
+  if (!have_ptxas()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  static const char *const kernels[] = {"attention_fwd_lse", "attention_bwd_preprocess", "attention_bwd_dkdv",
+                                        "attention_bwd_dq"};
+  for (int d = 64; d <= 128; d += 64)
+    for (int causal = 0; causal < 2; causal++)
+      for (int i = 0; i < 4; i++) {
+        char dim[8];
+        snprintf(dim, sizeof dim, "%d", d);
+        const char *defs[] = {"HEAD_DIM", dim, i == 1 ? NULL : "CAUSAL", causal ? "true" : "false", NULL};
+        tc_compilation *c = harness_compile("lang/std/flash_attention_bwd.tile", kernels[i], defs);
+        tc_codegen_options o = {.linker = TC_LINKER_PTXAS};
+        cr_assert(tc_generate(c, &o), "%s: %s", kernels[i], tc_diagnostics(c));
+        tc_kernel_stats s;
+        cr_assert(tc_kernel_get_stats(c, 0, &s));
+        cr_expect(s.spill_store_bytes == 0 && s.spill_load_bytes == 0, "%s d%d causal %d: %d/%d bytes of spills",
+                  kernels[i], d, causal, s.spill_store_bytes, s.spill_load_bytes);
+        cr_expect_eq(s.wgmma_notes, 0, "%s d%d causal %d: %d wgmma notes", kernels[i], d, causal, s.wgmma_notes);
+        tc_free(c);
+      }
+}
+
 /* src compiled down to PTX with `what` emitted (malloc'd). */
 static char *emit_source(const char *src, tc_emit_kind what) {
   tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
