@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_ref.h"
 #include "harness.h"
 
 /* bf16 inputs and gradients: relative error below 1e-2 (the spec's bound
@@ -39,71 +40,12 @@ static Strides strides_of(Shape s, int h) {
   return (Strides){(int64_t)h * s.seqlen * s.dim, (int64_t)s.seqlen * s.dim, s.dim};
 }
 
-static int64_t at(Strides st, int b, int h, int i) { return b * st.b + h * st.h + i * st.n; }
-
-/* The reference: out, lse (scaled log2 domain) and the gradients, for
- * every head, in double. dk/dv sum over the query heads of a group. */
-typedef struct Ref {
-  double *out, *lse, *dq, *dk, *dv;
-} Ref;
-
-static void reference(Shape s, const HBuf *q, const HBuf *k, const HBuf *v, const HBuf *dout, double scale, Ref *r) {
-  Strides sq = strides_of(s, s.heads), skv = strides_of(s, s.heads_kv);
-  size_t nq = (size_t)s.batch * s.heads * s.seqlen * s.dim, nkv = (size_t)s.batch * s.heads_kv * s.seqlen * s.dim;
-  r->out = calloc(nq, sizeof(double)), r->dq = calloc(nq, sizeof(double));
-  r->dk = calloc(nkv, sizeof(double)), r->dv = calloc(nkv, sizeof(double));
-  r->lse = calloc((size_t)s.batch * s.heads * s.seqlen, sizeof(double));
-  int n = s.seqlen, group = s.heads / s.heads_kv;
-  double *p = malloc(sizeof(double) * n * n), *dp = malloc(sizeof(double) * n * n);
-  for (int b = 0; b < s.batch; b++)
-    for (int h = 0; h < s.heads; h++) {
-      int hk = h / group;
-      for (int i = 0; i < n; i++) {
-        double m = -INFINITY, l = 0;
-        int last = s.causal ? i : n - 1;
-        for (int j = 0; j < n; j++) {
-          double d = 0;
-          for (int t = 0; t < s.dim; t++) d += hbuf_get(q, at(sq, b, h, i) + t) * hbuf_get(k, at(skv, b, hk, j) + t);
-          p[i * n + j] = j <= last ? d * scale : -INFINITY;
-          m = fmax(m, p[i * n + j]);
-        }
-        for (int j = 0; j < n; j++) l += (p[i * n + j] = exp(p[i * n + j] - m));
-        for (int j = 0; j < n; j++) p[i * n + j] /= l;
-        r->lse[((size_t)b * s.heads + h) * n + i] = (m + log(l)) / log(2.0);
-        double delta = 0;
-        for (int t = 0; t < s.dim; t++) {
-          double o = 0;
-          for (int j = 0; j < n; j++) o += p[i * n + j] * hbuf_get(v, at(skv, b, hk, j) + t);
-          r->out[at(sq, b, h, i) + t] = o;
-          delta += o * hbuf_get(dout, at(sq, b, h, i) + t);
-        }
-        for (int j = 0; j < n; j++) {
-          double d = 0;
-          for (int t = 0; t < s.dim; t++) d += hbuf_get(dout, at(sq, b, h, i) + t) * hbuf_get(v, at(skv, b, hk, j) + t);
-          dp[i * n + j] = p[i * n + j] * (d - delta); /* dS */
-        }
-      }
-      for (int i = 0; i < n; i++)
-        for (int t = 0; t < s.dim; t++) {
-          double acc = 0;
-          for (int j = 0; j < n; j++) acc += dp[i * n + j] * hbuf_get(k, at(skv, b, hk, j) + t);
-          r->dq[at(sq, b, h, i) + t] = acc * scale;
-        }
-      for (int j = 0; j < n; j++)
-        for (int t = 0; t < s.dim; t++) {
-          double dk = 0, dv = 0;
-          for (int i = 0; i < n; i++) {
-            dk += dp[i * n + j] * hbuf_get(q, at(sq, b, h, i) + t);
-            dv += p[i * n + j] * hbuf_get(dout, at(sq, b, h, i) + t);
-          }
-          r->dk[at(skv, b, hk, j) + t] += dk * scale;
-          r->dv[at(skv, b, hk, j) + t] += dv;
-        }
-    }
-  free(p), free(dp);
+/* The buffer's elements as doubles (malloc'd). */
+static double *doubles_of(const HBuf *b) {
+  double *d = malloc(sizeof(double) * b->n);
+  for (size_t i = 0; i < b->n; i++) d[i] = hbuf_get(b, i);
+  return d;
 }
-
-static void ref_free(Ref *r) { free(r->out), free(r->lse), free(r->dq), free(r->dk), free(r->dv); }
 
 /* The defines of every kernel of the file for shape s. */
 static void defines_of(Shape s, char *dim, const char **defs) {
@@ -169,8 +111,11 @@ static void check_attention(Shape s, uint64_t seed) {
   const HBuf *qb[] = {&dq, &q, &k, &v, &dout, &lse, &delta};
   harness_run(dqk, (int64_t[3]){cdiv(s.seqlen, block_of(dqk, "BLOCK_M")), bh, 1}, qa, 17, qb, 7);
 
-  Ref r;
-  reference(s, &q, &k, &v, &dout, (float)scale, &r);
+  AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n};
+  double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
+  AttnRefOut r = {calloc(nq, sizeof(double)), calloc(rows, sizeof(double)), calloc(nq, sizeof(double)),
+                  calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
+  attn_ref_train(&rs, in[0], in[1], in[2], in[3], (float)scale, &r);
   double tol = strcmp(s.type, "f32") ? BF16_TOL : F32_TOL;
   char what[96];
   snprintf(what, sizeof what, "b%d h%d/%d n%d d%d %s%s %s", s.batch, s.heads, s.heads_kv, s.seqlen, s.dim,
@@ -184,7 +129,8 @@ static void check_attention(Shape s, uint64_t seed) {
   double e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
   cr_expect_lt(e_lse, LSE_TOL, "%s: lse max abs error %g", what, e_lse);
-  ref_free(&r);
+  free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
+  for (int i = 0; i < 4; i++) free(in[i]);
   HBuf *all[] = {&q, &k, &v, &dout, &out, &dq, &dk, &dv, &lse, &delta};
   for (int i = 0; i < 10; i++) hbuf_free(all[i]);
   tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk);

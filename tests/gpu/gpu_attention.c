@@ -1,0 +1,202 @@
+/* gpu_attention.c - the GPU suite's cases for lang/std/flash_attention_bwd.tile:
+ * the training forward and the three backward kernels launched in turn, as
+ * a training step would, at sequence lengths that are not multiples of the
+ * blocks, head dims 64 and 128, full and causal, grouped-query ratios 1, 4
+ * and 8, BHSD and BSHD. Every output is poisoned first; out, lse, dq, dk
+ * and dv are checked against the float64 reference on the same (rounded)
+ * inputs (tests/support/attn_ref.h), and on the smallest case the forward
+ * also against the interpreter, bit for bit not required (tensor-core sums
+ * in another order). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_ref.h"
+#include "gpu_common.h"
+
+#define FILE_BWD "lang/std/flash_attention_bwd.tile"
+/* bf16 tensors: the spec's bound for bf16; lse absolutely (a log2). */
+#define ATTN_BF16_TOL 1e-2
+#define ATTN_LSE_TOL 1e-2
+/* The interpreter's forward against the GPU's (f32 sums in another order,
+ * bf16 outputs: a unit or two of bf16). */
+#define ATTN_INTERP_TOL 1e-2
+#define ATTN_KERNELS 4
+#define ATTN_MAX_ARGS 18
+
+typedef struct AttnCase {
+  const char *name;
+  int batch, heads, heads_kv, seqlen, dim;
+  bool causal, bshd, with_interp;
+} AttnCase;
+
+static const AttnCase cases[] = {
+    {"attention train d64 full n300 h4", 1, 4, 4, 300, 64, false, false, true},
+    {"attention train d64 causal n257 gqa4 bshd", 2, 8, 2, 257, 64, true, true, false},
+    {"attention train d128 full n200 gqa8", 1, 8, 1, 200, 128, false, false, false},
+    {"attention train d128 causal n333", 1, 2, 2, 333, 128, true, false, false},
+};
+
+static const char *const kernel_names[ATTN_KERNELS] = {"attention_fwd_lse", "attention_bwd_preprocess",
+                                                       "attention_bwd_dkdv", "attention_bwd_dq"};
+
+/* max |gpu - want| / max |want|; NaN anywhere: infinity. */
+static double error_of(const DBuf *b, const double *want) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    double x = dbuf_get(b, i);
+    if (isnan(x) || isnan(want[i])) return INFINITY;
+    err = fmax(err, fabs(x - want[i]));
+    ref = fmax(ref, fabs(want[i]));
+  }
+  return ref > 0 ? err / ref : err;
+}
+
+static double *doubles_of(const DBuf *b) {
+  double *d = malloc(sizeof(double) * b->n);
+  for (size_t i = 0; i < b->n; i++) d[i] = dbuf_get(b, i);
+  return d;
+}
+
+static int64_t grid_of(int64_t n, int64_t block) { return (n + block - 1) / block; }
+
+/* Runs the forward in the interpreter on the same inputs and compares out. */
+static bool forward_matches_interpreter(const Variant *fwd, DBuf *bufs, const tile_arg *targs, int nargs,
+                                        const int64_t grid[3]) {
+  tc_arg ia[ATTN_MAX_ARGS];
+  tc_buffer ib[5];
+  void *copies[5] = {0};
+  int nb = 0;
+  for (int i = 0; i < nargs; i++) {
+    memset(&ia[i], 0, sizeof ia[i]);
+    if (i < 5) {
+      copies[i] = malloc(bufs[i].n * bufs[i].elem_bytes);
+      memcpy(copies[i], bufs[i].host, bufs[i].n * bufs[i].elem_bytes);
+      ia[i].p = copies[i];
+      ib[nb++] = (tc_buffer){copies[i], bufs[i].n * bufs[i].elem_bytes, bufs[i].name};
+    } else if (i == 8) {
+      ia[i].f = targs[i].f;
+    } else {
+      ia[i].i = targs[i].i;
+    }
+  }
+  char *err = NULL;
+  bool ok = tc_interpret(fwd->comp, 0, grid, ia, nargs, ib, nb, 0, &err);
+  if (!ok) printf("  interpreter: %s\n", err ? err : "?");
+  free(err);
+  if (ok) {
+    DBuf interp = bufs[0];
+    interp.host = copies[0];
+    double *want = doubles_of(&interp), e = error_of(&bufs[0], want);
+    if (!(e <= ATTN_INTERP_TOL)) printf("  out: error %.3g against the interpreter\n", e);
+    ok = e <= ATTN_INTERP_TOL;
+    free(want);
+  }
+  for (int i = 0; i < 5; i++) free(copies[i]);
+  return ok;
+}
+
+static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
+  char dim[8];
+  snprintf(dim, sizeof dim, "%d", c->dim);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};
+  const char *pre_defs[] = {"HEAD_DIM", dim, NULL};
+  Variant v[ATTN_KERNELS];
+  memset(v, 0, sizeof v);
+  bool ok = true;
+  for (int i = 0; i < ATTN_KERNELS && ok; i++)
+    ok = variant_build_kernel(g, FILE_BWD, kernel_names[i], i == 1 ? pre_defs : defs, &v[i]);
+  size_t nq = (size_t)c->batch * c->heads * c->seqlen * c->dim, nkv = (size_t)c->batch * c->heads_kv * c->seqlen * c->dim;
+  size_t rows = (size_t)c->batch * c->heads * c->seqlen;
+  /* out, lse, q, k, v first (the forward's order), then the rest */
+  enum { OUT, LSE, Q, K, V, DOUT, DQ, DK, DV, DELTA, NBUF };
+  static const char *const names[NBUF] = {"out", "lse", "q", "k", "v", "dout", "dq", "dk", "dv", "delta"};
+  DBuf b[NBUF];
+  memset(b, 0, sizeof b);
+  for (int i = 0; i < NBUF && ok; i++) {
+    size_t n = i == LSE || i == DELTA ? rows : i == K || i == V || i == DK || i == DV ? nkv : nq;
+    ok = dbuf_alloc(g, &b[i], names[i], i == LSE || i == DELTA ? "f32" : "bf16", n);
+  }
+  Rng rng = {seed};
+  for (int i = 0; i < NBUF && ok; i++) {
+    if (i == Q || i == K || i == V || i == DOUT) dbuf_fill(&b[i], &rng, -1, 1);
+    else dbuf_poison(&b[i]);
+    ok = dbuf_upload(g, &b[i]);
+  }
+  /* strides */
+  int64_t qsn = c->bshd ? (int64_t)c->heads * c->dim : c->dim, qsh = c->bshd ? c->dim : (int64_t)c->seqlen * c->dim;
+  int64_t qsb = (int64_t)c->heads * c->seqlen * c->dim;
+  int64_t ksn = c->bshd ? (int64_t)c->heads_kv * c->dim : c->dim, ksh = c->bshd ? c->dim : (int64_t)c->seqlen * c->dim;
+  int64_t ksb = (int64_t)c->heads_kv * c->seqlen * c->dim;
+  double scale = 1.0 / sqrt((double)c->dim);
+  tile_arg sc[10] = {tile_arg_i64(c->seqlen), tile_arg_i64(c->heads), tile_arg_i64(c->heads_kv), tile_arg_f64(scale),
+                     tile_arg_i64(qsb),       tile_arg_i64(qsh),     tile_arg_i64(qsn),        tile_arg_i64(ksb),
+                     tile_arg_i64(ksh),       tile_arg_i64(ksn)};
+  int64_t bh = (int64_t)c->batch * c->heads, bhk = (int64_t)c->batch * c->heads_kv;
+#define P(i) tile_arg_ptr(b[i].dev)
+  tile_arg fa[15] = {P(OUT), P(LSE), P(Q), P(K), P(V)};
+  memcpy(fa + 5, sc, sizeof sc);
+  tile_arg pa[8] = {P(DELTA), P(OUT), P(DOUT), sc[0], sc[1], sc[4], sc[5], sc[6]};
+  tile_arg ka[18] = {P(DK), P(DV), P(Q), P(K), P(V), P(DOUT), P(LSE), P(DELTA)};
+  memcpy(ka + 8, sc, sizeof sc);
+  tile_arg qa[17] = {P(DQ), P(Q), P(K), P(V), P(DOUT), P(LSE), P(DELTA)};
+  memcpy(qa + 7, sc, sizeof sc);
+#undef P
+  int64_t fgrid[3] = {0, bh, 1};
+  if (ok) {
+    fgrid[0] = grid_of(c->seqlen, variant_const(&v[0], "BLOCK_M", 64));
+    uint32_t g0[3] = {(uint32_t)fgrid[0], (uint32_t)bh, 1};
+    uint32_t g1[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&v[1], "BLOCK_M", 64)), (uint32_t)bh, 1};
+    uint32_t g2[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&v[2], "BLOCK_N", 64)), (uint32_t)bhk, 1};
+    uint32_t g3[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&v[3], "BLOCK_M", 64)), (uint32_t)bh, 1};
+    ok = tile_launch(v[0].kernel, g0, NULL, fa, 15) == TILE_OK && tile_launch(v[1].kernel, g1, NULL, pa, 8) == TILE_OK &&
+         tile_launch(v[2].kernel, g2, NULL, ka, 18) == TILE_OK && tile_launch(v[3].kernel, g3, NULL, qa, 17) == TILE_OK &&
+         tile_synchronize(g->rt) == TILE_OK;
+    if (!ok) printf("  launch failed: %s\n", tile_last_error());
+  }
+  for (int i = 0; i < NBUF && ok; i++) ok = dbuf_download(g, &b[i]);
+  if (ok) {
+    AttnRefShape rs = {c->batch, c->heads, c->heads_kv, c->seqlen, c->dim, c->causal, qsb, qsh, qsn, ksb, ksh, ksn};
+    double *in[4] = {doubles_of(&b[Q]), doubles_of(&b[K]), doubles_of(&b[V]), doubles_of(&b[DOUT])};
+    AttnRefOut r = {calloc(nq, sizeof(double)), calloc(rows, sizeof(double)), calloc(nq, sizeof(double)),
+                    calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
+    attn_ref_train(&rs, in[0], in[1], in[2], in[3], (float)scale, &r);
+    const struct {
+      int buf;
+      const double *want;
+      double tol;
+    } checks[] = {{OUT, r.out, ATTN_BF16_TOL}, {DQ, r.dq, ATTN_BF16_TOL}, {DK, r.dk, ATTN_BF16_TOL},
+                  {DV, r.dv, ATTN_BF16_TOL}};
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+      double e = error_of(&b[checks[i].buf], checks[i].want);
+      if (!(e <= checks[i].tol)) printf("  %s: relative error %.3g (limit %.3g)\n", names[checks[i].buf], e, checks[i].tol);
+      ok = ok && e <= checks[i].tol;
+    }
+    double lse_err = 0;
+    for (size_t i = 0; i < rows; i++) lse_err = fmax(lse_err, fabs(dbuf_get(&b[LSE], i) - r.lse[i]));
+    if (!(lse_err <= ATTN_LSE_TOL)) printf("  lse: max abs error %.3g (limit %.3g)\n", lse_err, ATTN_LSE_TOL);
+    ok = ok && lse_err <= ATTN_LSE_TOL;
+    free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
+    for (int i = 0; i < 4; i++) free(in[i]);
+  }
+  if (ok && c->with_interp) ok = forward_matches_interpreter(&v[0], b, fa, 15, fgrid);
+  for (int i = 0; i < NBUF; i++) dbuf_free(g, &b[i]);
+  for (int i = 0; i < ATTN_KERNELS; i++) variant_free(&v[i]);
+  return ok;
+}
+
+int gpu_attention_tests(Gpu *g, const char *only) {
+  int failed = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const AttnCase *c = &cases[i];
+    if (only && !strstr(c->name, only)) continue;
+    double t0 = now_ms();
+    bool ok = run_attention(g, c, 7000 + i);
+    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", c->name, now_ms() - t0);
+    fflush(stdout);
+    if (ok) g->passed++;
+    else g->failed++, failed++;
+  }
+  return failed;
+}

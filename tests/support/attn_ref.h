@@ -1,0 +1,79 @@
+/* attn_ref.h - the float64 reference of attention for training: the
+ * forward (out, and each row's log-sum-exp in the scaled log2 domain of
+ * lang/std/flash_attention_bwd.tile) and the gradients dq, dk, dv, for the
+ * interpreter tests and the GPU suite. Tensors are arrays of doubles
+ * addressed by strides (in elements); k, v, dk, dv have heads_kv heads,
+ * and query head h reads key/value head h / (heads / heads_kv). dk and dv
+ * are summed over the query heads of a group; they must be zeroed by the
+ * caller. lse is [batch * heads, seqlen]. */
+#ifndef TILE_ATTN_REF_H
+#define TILE_ATTN_REF_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct AttnRefShape {
+  int batch, heads, heads_kv, seqlen, dim;
+  bool causal;
+  int64_t q_sb, q_sh, q_sn;    /* q, out, dout, dq */
+  int64_t kv_sb, kv_sh, kv_sn; /* k, v, dk, dv */
+} AttnRefShape;
+
+typedef struct AttnRefOut {
+  double *out, *lse, *dq, *dk, *dv;
+} AttnRefOut;
+
+static inline void attn_ref_train(const AttnRefShape *s, const double *q, const double *k, const double *v,
+                                  const double *dout, double scale, AttnRefOut *r) {
+  int n = s->seqlen, group = s->heads / s->heads_kv;
+  double *p = malloc(sizeof(double) * (size_t)n * n), *ds = malloc(sizeof(double) * (size_t)n * n);
+  for (int b = 0; b < s->batch; b++)
+    for (int h = 0; h < s->heads; h++) {
+      const int64_t qb = b * s->q_sb + h * s->q_sh, kb = b * s->kv_sb + (h / group) * s->kv_sh;
+      for (int i = 0; i < n; i++) {
+        const double *qi = q + qb + i * s->q_sn, *doi = dout + qb + i * s->q_sn;
+        double m = -INFINITY, l = 0, delta = 0;
+        for (int j = 0; j < n; j++) {
+          double d = 0;
+          for (int t = 0; t < s->dim; t++) d += qi[t] * k[kb + j * s->kv_sn + t];
+          p[i * n + j] = !s->causal || j <= i ? d * scale : -INFINITY;
+          m = fmax(m, p[i * n + j]);
+        }
+        for (int j = 0; j < n; j++) l += (p[i * n + j] = exp(p[i * n + j] - m));
+        for (int j = 0; j < n; j++) p[i * n + j] /= l;
+        r->lse[((int64_t)b * s->heads + h) * n + i] = (m + log(l)) / log(2.0);
+        for (int t = 0; t < s->dim; t++) {
+          double o = 0;
+          for (int j = 0; j < n; j++) o += p[i * n + j] * v[kb + j * s->kv_sn + t];
+          r->out[qb + i * s->q_sn + t] = o;
+          delta += o * doi[t];
+        }
+        for (int j = 0; j < n; j++) {
+          double dp = 0;
+          for (int t = 0; t < s->dim; t++) dp += doi[t] * v[kb + j * s->kv_sn + t];
+          ds[i * n + j] = p[i * n + j] * (dp - delta);
+        }
+      }
+      for (int i = 0; i < n; i++)
+        for (int t = 0; t < s->dim; t++) {
+          double acc = 0;
+          for (int j = 0; j < n; j++) acc += ds[i * n + j] * k[kb + j * s->kv_sn + t];
+          r->dq[qb + i * s->q_sn + t] = acc * scale;
+        }
+      for (int j = 0; j < n; j++)
+        for (int t = 0; t < s->dim; t++) {
+          double dk = 0, dv = 0;
+          for (int i = 0; i < n; i++) {
+            dk += ds[i * n + j] * q[qb + i * s->q_sn + t];
+            dv += p[i * n + j] * dout[qb + i * s->q_sn + t];
+          }
+          r->dk[kb + j * s->kv_sn + t] += dk * scale;
+          r->dv[kb + j * s->kv_sn + t] += dv;
+        }
+    }
+  free(p), free(ds);
+}
+
+#endif
