@@ -6,7 +6,8 @@
  * and dv are checked against the float64 reference on the same (rounded)
  * inputs (tests/support/attn_ref.h), and on the smallest case the forward
  * also against the interpreter, bit for bit not required (tensor-core sums
- * in another order). */
+ * in another order). The cases without BSHD also run the warp-specialized
+ * forward (flash_attention_ws.tile) on the same inputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,41 @@ static bool forward_matches_interpreter(const Variant *fwd, DBuf *bufs, const ti
   return ok;
 }
 
+/* flash_attention_ws.tile (the warp-specialized forward) on the same
+ * inputs, BHSD only (its descriptors see q, k, v as matrices of rows):
+ * out against the reference. */
+static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want) {
+  char dim[8];
+  snprintf(dim, sizeof dim, "%d", c->dim);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};
+  Variant w;
+  if (!variant_build(g, "lang/std/flash_attention_ws.tile", defs, &w)) return false;
+  DBuf out;
+  bool ok = dbuf_alloc(g, &out, "out", "bf16", q->n);
+  if (ok) dbuf_poison(&out), ok = dbuf_upload(g, &out);
+  int64_t qrows = (int64_t)c->batch * c->heads * c->seqlen, kvrows = (int64_t)c->batch * c->heads_kv * c->seqlen;
+  tile_tensor tq = {q->dev, 2, {qrows, c->dim}, {c->dim, 1}}, tk = {k->dev, 2, {kvrows, c->dim}, {c->dim, 1}};
+  tile_tensor tv = {v->dev, 2, {kvrows, c->dim}, {c->dim, 1}};
+  tile_arg a[8] = {tile_arg_ptr(out.dev), tile_arg_tensor(&tq), tile_arg_tensor(&tk), tile_arg_tensor(&tv),
+                   tile_arg_i64(c->seqlen), tile_arg_i64(c->heads), tile_arg_i64(c->heads_kv),
+                   tile_arg_f64(1.0 / sqrt((double)c->dim))};
+  uint32_t grid[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&w, "BLOCK_M", 128)),
+                      (uint32_t)(c->batch * c->heads), 1};
+  if (ok && (tile_launch(w.kernel, grid, NULL, a, 8) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  flash_attention_ws launch failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  if (ok) ok = dbuf_download(g, &out);
+  if (ok) {
+    double e = error_of(&out, want);
+    if (!(e <= ATTN_BF16_TOL)) printf("  flash_attention_ws out: relative error %.3g\n", e);
+    ok = e <= ATTN_BF16_TOL;
+  }
+  dbuf_free(g, &out);
+  variant_free(&w);
+  return ok;
+}
+
 static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
@@ -177,6 +213,7 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
     for (size_t i = 0; i < rows; i++) lse_err = fmax(lse_err, fabs(dbuf_get(&b[LSE], i) - r.lse[i]));
     if (!(lse_err <= ATTN_LSE_TOL)) printf("  lse: max abs error %.3g (limit %.3g)\n", lse_err, ATTN_LSE_TOL);
     ok = ok && lse_err <= ATTN_LSE_TOL;
+    if (ok && !c->bshd) ok = ws_forward_matches(g, c, &b[Q], &b[K], &b[V], r.out);
     free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
     for (int i = 0; i < 4; i++) free(in[i]);
   }

@@ -141,3 +141,49 @@ Test(attention_bwd, d64_causal_odd_length_bf16) { check_attention((Shape){1, 2, 
 Test(attention_bwd, d64_gqa4_causal_bshd) { check_attention((Shape){1, 4, 1, 80, 64, true, true, "bf16"}, 53); }
 Test(attention_bwd, d128_gqa2_full) { check_attention((Shape){2, 4, 2, 40, 128, false, false, "bf16"}, 54); }
 Test(attention_bwd, d128_causal_f32) { check_attention((Shape){1, 1, 1, 130, 128, true, false, "f32"}, 55); }
+
+/* ---- flash_attention_ws.tile: the warp-specialized forward ---- */
+
+static void check_attention_ws(int batch, int heads, int heads_kv, int seqlen, int dim, bool causal, uint64_t seed) {
+  char d[8];
+  snprintf(d, sizeof d, "%d", dim);
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", NULL};
+  tc_compilation *c = harness_compile("lang/std/flash_attention_ws.tile", NULL, defs);
+  size_t nq = (size_t)batch * heads * seqlen * dim, nkv = (size_t)batch * heads_kv * seqlen * dim;
+  HBuf q = hbuf_new("bf16", nq, "q"), k = hbuf_new("bf16", nkv, "k"), v = hbuf_new("bf16", nkv, "v");
+  HBuf out = hbuf_new("bf16", nq, "out"), dout = hbuf_new("bf16", nq, "dout");
+  Rng rng = {seed};
+  hbuf_fill_uniform(&q, &rng, -1, 1), hbuf_fill_uniform(&k, &rng, -1, 1), hbuf_fill_uniform(&v, &rng, -1, 1);
+  hbuf_fill_uniform(&dout, &rng, -1, 1);
+  hbuf_poison(&out);
+  double scale = 1.0 / sqrt((double)dim);
+  int64_t qrows = (int64_t)batch * heads * seqlen, kvrows = (int64_t)batch * heads_kv * seqlen;
+  tc_arg args[8] = {{.p = out.data},
+                    {.p = q.data, .shape = {qrows, dim}, .strides = {dim, 1}},
+                    {.p = k.data, .shape = {kvrows, dim}, .strides = {dim, 1}},
+                    {.p = v.data, .shape = {kvrows, dim}, .strides = {dim, 1}},
+                    {.i = seqlen},
+                    {.i = heads},
+                    {.i = heads_kv},
+                    {.f = (float)scale}};
+  const HBuf *bufs[] = {&out, &q, &k, &v};
+  int64_t block_m = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
+  harness_run(c, (int64_t[3]){cdiv(seqlen, block_m), (int64_t)batch * heads, 1}, args, 8, bufs, 4);
+  Strides sq = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16"}, heads);
+  Strides skv = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16"}, heads_kv);
+  AttnRefShape rs = {batch, heads, heads_kv, seqlen, dim, causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n};
+  double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
+  AttnRefOut r = {calloc(nq, sizeof(double)), calloc((size_t)qrows, sizeof(double)), calloc(nq, sizeof(double)),
+                  calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
+  attn_ref_train(&rs, in[0], in[1], in[2], in[3], (float)scale, &r);
+  double e = rel_error(&out, r.out, nq);
+  cr_expect_lt(e, BF16_TOL, "ws b%d h%d/%d n%d d%d causal %d: rel error %g", batch, heads, heads_kv, seqlen, dim, causal, e);
+  free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
+  for (int i = 0; i < 4; i++) free(in[i]);
+  hbuf_free(&q), hbuf_free(&k), hbuf_free(&v), hbuf_free(&out), hbuf_free(&dout);
+  tc_free(c);
+}
+
+Test(attention_ws, d128_full_odd_length) { check_attention_ws(1, 2, 2, 150, 128, false, 61); }
+Test(attention_ws, d64_causal_gqa) { check_attention_ws(2, 4, 2, 200, 64, true, 62); }
