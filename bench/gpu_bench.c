@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cublas_anchor.h"
 #include "gpu_common.h"
 #include "numeric/numeric.h"
@@ -39,7 +40,7 @@ typedef struct Row {
 } Row;
 
 /* Rows the final table holds; a row beyond them is printed, not kept. */
-#define MAX_ROWS 64
+#define MAX_ROWS 96
 
 static Row rows[MAX_ROWS];
 static int nrows;
@@ -57,8 +58,6 @@ static void add_row(const char *name, double value, double anchor, const char *u
 
 /* Median milliseconds of REPS timed calls of fn after WARMUP untimed ones;
  * -1 when a call fails. */
-typedef bool (*LaunchFn)(void *ctx);
-
 static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
   tile_event *a, *b;
   tile_event_create(g->rt, &a);
@@ -81,6 +80,12 @@ static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
   qsort(t, REPS, sizeof(double), cmp_double);
   return t[REPS / 2];
 }
+
+void bench_add_row(const char *name, double value, double anchor, const char *unit) {
+  add_row(name, value, anchor, unit);
+}
+
+double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx) { return time_ms(g, fn, ctx); }
 
 /* ---- the copy anchor ---- */
 
@@ -977,7 +982,7 @@ static void bench_compile(Gpu *g) {
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
- * launch, compile. */
+ * launch, attention, compile. */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
@@ -993,6 +998,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   }
   if (!only || !strcmp(only, "gemm")) bench_gemm(&g);
   if (!only || !strcmp(only, "launch")) bench_launch(&g);
+  if (!only || !strcmp(only, "attention")) bench_attention(&g);
   if (!only || !strcmp(only, "compile")) bench_compile(&g);
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");
   for (int i = 0; i < nrows; i++)

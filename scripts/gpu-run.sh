@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, after
 # scripts/gpu-build.sh: the GPU test suite, the main job and the
-# benchmarks. Logs go to $OUT (or gpu-logs/); the benchmark table is last.
+# benchmarks (with the attention anchors from PyTorch where it is
+# installed). Logs go to $OUT (or gpu-logs/); the benchmark tables are last.
 #
 #   scripts/gpu-run.sh             suite, main job, saxpy, benchmarks
 #   scripts/gpu-run.sh --sanitize  suite, then the suite again under each
@@ -45,8 +46,14 @@ fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 { $fa && $fa --causal --dim 128 --seqlen 300 --heads 3; } 2>&1 | tee "$out/main-job.log" || rc=1
 ./gpu-dist/saxpy 2>&1 | tee "$out/saxpy.log" || rc=1
 $sanitize || timeout "${BENCH_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
+# The attention anchors (cuDNN, FlashAttention-2) come from PyTorch, in the
+# same run, and the script prints the tile kernels' ratios to them.
+if ! $sanitize && python3 -c "import torch" 2>/dev/null; then
+  timeout "${ANCHOR_TIMEOUT:-300}" python3 bench/attention_anchor.py "$out/bench.log" > "$out/attention.md" 2>&1 || rc=1
+fi
 echo
 grep -E "passed|FAIL" "$out/gpu-tests.log" | tail -5
 $sanitize && cat "$out/sanitize.txt"
 $sanitize || sed -n '/^| benchmark/,$p' "$out/bench.log"
+[ -f "$out/attention.md" ] && cat "$out/attention.md"
 exit $rc

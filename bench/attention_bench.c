@@ -1,0 +1,222 @@
+/* attention_bench.c - `tile-gpu bench attention`: the standard library's
+ * flash attention at the shapes of ../shared/ANCHORS.md (bf16, 16k tokens
+ * per batch: batch = 16384 / seqlen, hidden 2048: heads = 2048 / head dim,
+ * BHSD contiguous), in TFLOP/s = 4 * batch * heads * seqlen^2 * dim / t
+ * (halved for causal):
+ *
+ *   flash_attention.tile      the forward through a cp.async ring (8 warps)
+ *   flash_attention_ws.tile   the forward with a producer warpgroup filling
+ *                             a TMA ring and two consumer warpgroups
+ *   flash_attention_bwd.tile  the backward (delta, dk/dv, dq: 2.5 times the
+ *                             forward's operations), at d128 16k
+ *
+ * The anchors (cuDNN and FlashAttention-2 through PyTorch's SDPA) are not
+ * reachable from C: bench/attention_anchor.py measures them in the same
+ * run (scripts/gpu-run.sh calls it after this) and prints the ratios. Here
+ * the rows carry anchor 0. Each shape also compares the two forwards'
+ * outputs on the same inputs (they must agree to bf16 rounding), so that a
+ * fast wrong kernel cannot pass as a result.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* Tokens per batch and hidden size of the anchor shapes. */
+#define ATTN_TOKENS 16384
+#define ATTN_HIDDEN 2048
+/* The two forwards agree to this relative error (bf16 outputs, f32 sums
+ * in another order). */
+#define ATTN_AGREE_TOL 1e-2
+#define ATTN_NAME_BYTES 160
+
+typedef struct AttnShape {
+  int dim, seqlen;
+  bool causal;
+} AttnShape;
+
+static const AttnShape shapes[] = {
+    {64, 1024, false},   {64, 16384, false},  {64, 16384, true},  {128, 1024, false},
+    {128, 4096, false},  {128, 16384, false}, {128, 16384, true},
+};
+
+typedef struct AttnLaunch {
+  const tile_kernel *k[4];
+  uint32_t grid[4][3];
+  tile_arg args[4][18];
+  int nargs[4], nk;
+} AttnLaunch;
+
+static bool do_attn(void *ctx) {
+  AttnLaunch *l = ctx;
+  for (int i = 0; i < l->nk; i++)
+    if (tile_launch(l->k[i], l->grid[i], NULL, l->args[i], l->nargs[i]) != TILE_OK) {
+      printf("  launch failed: %s\n", tile_last_error());
+      return false;
+    }
+  return true;
+}
+
+static double flops(const AttnShape *s, int batch, int heads) {
+  double f = 4.0 * batch * heads * (double)s->seqlen * s->seqlen * s->dim;
+  return s->causal ? f / 2 : f;
+}
+
+static uint64_t dev_bf16(Gpu *g, size_t n, uint64_t seed, bool random) {
+  DBuf b;
+  if (!dbuf_alloc(g, &b, "x", "bf16", n)) return 0;
+  Rng r = {seed};
+  if (random) dbuf_fill(&b, &r, -1, 1);
+  else dbuf_poison(&b);
+  dbuf_upload(g, &b);
+  uint64_t dev = b.dev;
+  free(b.host);
+  return dev;
+}
+
+/* A device buffer of n bf16 values read back (its copy on the host). */
+static bool read_bf16(Gpu *g, uint64_t src, size_t n, DBuf *out) {
+  if (!dbuf_alloc(g, out, "x", "bf16", n)) return false;
+  return tile_memcpy_dtod(g->rt, out->dev, src, n * 2, NULL) == TILE_OK && dbuf_download(g, out);
+}
+
+/* max |a - b| / max |b| over n bf16 values on the device; NaN: infinity. */
+static double agreement(Gpu *g, uint64_t a, uint64_t b, size_t n) {
+  DBuf x = {0}, y = {0};
+  double err = INFINITY;
+  if (read_bf16(g, a, n, &x) && read_bf16(g, b, n, &y)) {
+    double e = 0, ref = 0;
+    for (size_t i = 0; i < n && e < INFINITY; i++) {
+      double u = dbuf_get(&x, i), w = dbuf_get(&y, i);
+      e = isnan(u) || isnan(w) ? INFINITY : fmax(e, fabs(u - w));
+      ref = fmax(ref, fabs(w));
+    }
+    err = ref > 0 ? e / ref : e;
+  }
+  if (x.host) dbuf_free(g, &x);
+  if (y.host) dbuf_free(g, &y);
+  return err;
+}
+
+static void bench_shape(Gpu *g, const AttnShape *s) {
+  int batch = ATTN_TOKENS / s->seqlen, heads = ATTN_HIDDEN / s->dim;
+  size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN;
+  char dim[8], name[ATTN_NAME_BYTES], what[64];
+  snprintf(dim, sizeof dim, "%d", s->dim);
+  snprintf(what, sizeof what, "d%d %dk %s", s->dim, s->seqlen / 1024, s->causal ? "causal" : "full");
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", NULL};
+  Variant fwd, ws;
+  bool have_fwd = variant_build(g, "lang/std/flash_attention.tile", defs, &fwd);
+  bool have_ws = variant_build(g, "lang/std/flash_attention_ws.tile", defs, &ws);
+  uint64_t q = dev_bf16(g, n, 1, true), k = dev_bf16(g, n, 2, true), v = dev_bf16(g, n, 3, true);
+  uint64_t o1 = dev_bf16(g, n, 0, false), o2 = dev_bf16(g, n, 0, false);
+  double scale = 1.0 / sqrt((double)s->dim);
+  int64_t per_head = (int64_t)s->seqlen * s->dim;
+  if (have_fwd && q && k && v && o1) {
+    AttnLaunch l = {.nk = 1};
+    l.k[0] = fwd.kernel;
+    l.grid[0][0] = (uint32_t)((s->seqlen + variant_const(&fwd, "BLOCK_M", 128) - 1) / variant_const(&fwd, "BLOCK_M", 128));
+    l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
+    tile_arg a[10] = {tile_arg_ptr(o1), tile_arg_ptr(q), tile_arg_ptr(k), tile_arg_ptr(v), tile_arg_i64(s->seqlen),
+                      tile_arg_i64(heads), tile_arg_f64(scale), tile_arg_i64(heads * per_head), tile_arg_i64(per_head),
+                      tile_arg_i64(s->dim)};
+    memcpy(l.args[0], a, sizeof a), l.nargs[0] = 10;
+    double ms = bench_time_ms(g, do_attn, &l);
+    snprintf(name, sizeof name, "attention fwd %s tile cp.async (flash_attention.tile)", what);
+    if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+  }
+  if (have_ws && q && k && v && o2) {
+    int64_t rows = (int64_t)batch * heads * s->seqlen;
+    tile_tensor tq = {q, 2, {rows, s->dim}, {s->dim, 1}}, tk = {k, 2, {rows, s->dim}, {s->dim, 1}};
+    tile_tensor tv = {v, 2, {rows, s->dim}, {s->dim, 1}};
+    AttnLaunch l = {.nk = 1};
+    l.k[0] = ws.kernel;
+    int64_t bm = variant_const(&ws, "BLOCK_M", 128);
+    l.grid[0][0] = (uint32_t)((s->seqlen + bm - 1) / bm), l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
+    tile_arg a[8] = {tile_arg_ptr(o2),        tile_arg_tensor(&tq), tile_arg_tensor(&tk), tile_arg_tensor(&tv),
+                     tile_arg_i64(s->seqlen), tile_arg_i64(heads),  tile_arg_i64(heads),  tile_arg_f64(scale)};
+    memcpy(l.args[0], a, sizeof a), l.nargs[0] = 8;
+    double ms = bench_time_ms(g, do_attn, &l);
+    snprintf(name, sizeof name, "attention fwd %s tile ws 1+2 wg TMA (flash_attention_ws.tile)", what);
+    if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+    if (ms > 0 && have_fwd) {
+      double e = agreement(g, o2, o1, n);
+      printf("  %s: the two forwards %s (relative difference %.3g)\n", what, e <= ATTN_AGREE_TOL ? "agree" : "DISAGREE", e);
+    }
+  }
+  if (have_fwd) variant_free(&fwd);
+  if (have_ws) variant_free(&ws);
+  uint64_t bufs[] = {q, k, v, o1, o2};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
+}
+
+/* The backward at d128: delta, dk/dv and dq, from the training forward's
+ * out and lse. */
+static void bench_backward(Gpu *g, bool causal) {
+  const int dim = 128, seqlen = 16384, batch = ATTN_TOKENS / seqlen, heads = ATTN_HIDDEN / dim;
+  size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN, rows = (size_t)batch * heads * seqlen;
+  const char *names[4] = {"attention_fwd_lse", "attention_bwd_preprocess", "attention_bwd_dkdv", "attention_bwd_dq"};
+  const char *defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", NULL};
+  const char *pre_defs[] = {"HEAD_DIM", "128", NULL};
+  Variant v[4];
+  memset(v, 0, sizeof v);
+  bool ok = true;
+  for (int i = 0; i < 4 && ok; i++)
+    ok = variant_build_kernel(g, "lang/std/flash_attention_bwd.tile", names[i], i == 1 ? pre_defs : defs, &v[i]);
+  uint64_t t[9] = {0};
+  for (int i = 0; i < 7 && ok; i++) ok = (t[i] = dev_bf16(g, n, 10 + i, i < 4)) != 0; /* q k v dout | out dq dk */
+  DBuf f32a = {0}, f32b = {0};
+  ok = ok && dbuf_alloc(g, &f32a, "lse", "f32", rows) && dbuf_alloc(g, &f32b, "delta", "f32", rows);
+  uint64_t dv = ok ? dev_bf16(g, n, 0, false) : 0;
+  if (ok && dv) {
+    uint64_t q = t[0], k = t[1], vv = t[2], dout = t[3], out = t[4], dq = t[5], dk = t[6];
+    int64_t sb = (int64_t)heads * seqlen * dim, sh = (int64_t)seqlen * dim, sn = dim;
+    double scale = 1.0 / sqrt((double)dim);
+    tile_arg sc[10] = {tile_arg_i64(seqlen), tile_arg_i64(heads), tile_arg_i64(heads), tile_arg_f64(scale),
+                       tile_arg_i64(sb),     tile_arg_i64(sh),    tile_arg_i64(sn),    tile_arg_i64(sb),
+                       tile_arg_i64(sh),     tile_arg_i64(sn)};
+    AttnLaunch f = {.nk = 1};
+    f.k[0] = v[0].kernel;
+    tile_arg fa[15] = {tile_arg_ptr(out), tile_arg_ptr(f32a.dev), tile_arg_ptr(q), tile_arg_ptr(k), tile_arg_ptr(vv)};
+    memcpy(fa + 5, sc, sizeof sc), memcpy(f.args[0], fa, sizeof fa), f.nargs[0] = 15;
+    uint32_t bh = (uint32_t)(batch * heads);
+    f.grid[0][0] = (uint32_t)(seqlen / variant_const(&v[0], "BLOCK_M", 128)), f.grid[0][1] = bh, f.grid[0][2] = 1;
+    ok = do_attn(&f) && tile_synchronize(g->rt) == TILE_OK; /* out and lse for the backward */
+    AttnLaunch b = {.nk = 3};
+    tile_arg pa[8] = {tile_arg_ptr(f32b.dev), tile_arg_ptr(out), tile_arg_ptr(dout), sc[0], sc[1], sc[4], sc[5], sc[6]};
+    tile_arg ka[18] = {tile_arg_ptr(dk),   tile_arg_ptr(dv),       tile_arg_ptr(q),        tile_arg_ptr(k),
+                       tile_arg_ptr(vv),   tile_arg_ptr(dout),     tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev)};
+    tile_arg qa[17] = {tile_arg_ptr(dq),   tile_arg_ptr(q),        tile_arg_ptr(k),        tile_arg_ptr(vv),
+                       tile_arg_ptr(dout), tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev)};
+    memcpy(ka + 8, sc, sizeof sc), memcpy(qa + 7, sc, sizeof sc);
+    for (int i = 0; i < 3; i++) b.k[i] = v[i + 1].kernel;
+    memcpy(b.args[0], pa, sizeof pa), b.nargs[0] = 8;
+    memcpy(b.args[1], ka, sizeof ka), b.nargs[1] = 18;
+    memcpy(b.args[2], qa, sizeof qa), b.nargs[2] = 17;
+    uint32_t g0[3] = {(uint32_t)(seqlen / variant_const(&v[1], "BLOCK_M", 64)), bh, 1};
+    uint32_t g1[3] = {(uint32_t)(seqlen / variant_const(&v[2], "BLOCK_N", 64)), bh, 1};
+    uint32_t g2[3] = {(uint32_t)(seqlen / variant_const(&v[3], "BLOCK_M", 64)), bh, 1};
+    memcpy(b.grid[0], g0, sizeof g0), memcpy(b.grid[1], g1, sizeof g1), memcpy(b.grid[2], g2, sizeof g2);
+    double ms = ok ? bench_time_ms(g, do_attn, &b) : -1;
+    AttnShape s = {dim, seqlen, causal};
+    char name[ATTN_NAME_BYTES];
+    snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd.tile)", causal ? "causal" : "full");
+    if (ms > 0) bench_add_row(name, 2.5 * flops(&s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+  }
+  for (int i = 0; i < 4; i++)
+    if (v[i].kernel) variant_free(&v[i]);
+  for (int i = 0; i < 7; i++)
+    if (t[i]) tile_mem_free(g->rt, t[i]);
+  if (dv) tile_mem_free(g->rt, dv);
+  if (f32a.host) dbuf_free(g, &f32a);
+  if (f32b.host) dbuf_free(g, &f32b);
+}
+
+void bench_attention(Gpu *g) {
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) bench_shape(g, &shapes[i]);
+  bench_backward(g, false);
+  bench_backward(g, true);
+}

@@ -1,0 +1,24 @@
+/* bench.h - what the benchmark files of `tile-gpu bench` share
+ * (gpu_bench.c holds the table and the timing). */
+#ifndef TILE_BENCH_H
+#define TILE_BENCH_H
+
+#include <stdbool.h>
+
+#include "gpu_common.h"
+
+/* A row of the final table: value and anchor in `unit`; anchor 0 when
+ * the anchor is measured outside this program (its ratio is then left to
+ * the script that measures it: bench/attention_anchor.py). */
+void bench_add_row(const char *name, double value, double anchor, const char *unit);
+
+/* Median milliseconds of timed calls of fn after warm-up calls (CUDA
+ * events around each call); -1 when a call fails. */
+typedef bool (*LaunchFn)(void *ctx);
+double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx);
+
+/* attention_bench.c: the flash attention forwards and the backward at the
+ * anchor shapes (../shared/ANCHORS.md). */
+void bench_attention(Gpu *g);
+
+#endif
