@@ -7,7 +7,8 @@
  * inputs (tests/support/attn_ref.h), and on the smallest case the forward
  * also against the interpreter, bit for bit not required (tensor-core sums
  * in another order). The cases without BSHD also run the warp-specialized
- * forward (flash_attention_ws.tile) on the same inputs. */
+ * forward (flash_attention_ws.tile) on the same inputs, and every case
+ * runs again through tile_attention.h, which must give the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "attn_ref.h"
 #include "gpu_common.h"
+#include "tile_attention.h"
 
 #define FILE_BWD "lang/std/flash_attention_bwd.tile"
 /* bf16 tensors: the spec's bound for bf16; lse absolutely (a log2). */
@@ -133,6 +135,45 @@ static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf
   return ok;
 }
 
+/* The same step through tile_attention.h (the embedded kernels, picked by
+ * the problem): out, lse, dq, dk and dv must equal the direct launches'
+ * bit for bit (the kernels are deterministic). */
+static bool api_matches(Gpu *g, const AttnCase *c, const DBuf *b, const int64_t qs[3], const int64_t ks[3]) {
+  enum { OUT, LSE, Q, K, V, DOUT, DQ, DK, DV, NCMP };
+  tile_attention *att;
+  if (tile_attention_create(g->rt, &att) != TILE_OK) {
+    printf("  tile_attention_create: %s\n", tile_last_error());
+    return false;
+  }
+  tile_attention_problem p = {c->batch, c->heads, c->heads_kv, c->seqlen, c->dim, c->causal, 0,
+                              {qs[0], qs[1], qs[2]}, {ks[0], ks[1], ks[2]}};
+  static const int mine[] = {OUT, LSE, DQ, DK, DV};
+  DBuf r[5], ws;
+  memset(r, 0, sizeof r), memset(&ws, 0, sizeof ws);
+  bool ok = dbuf_alloc(g, &ws, "workspace", "f32", tile_attention_workspace_bytes(&p) / 4);
+  for (int i = 0; i < 5 && ok; i++) {
+    const DBuf *like = &b[mine[i]];
+    ok = dbuf_alloc(g, &r[i], like->name, i == 1 ? "f32" : "bf16", like->n);
+    if (ok) dbuf_poison(&r[i]), ok = dbuf_upload(g, &r[i]);
+  }
+  if (ok) ok = tile_attention_forward(att, &p, r[0].dev, r[1].dev, b[Q].dev, b[K].dev, b[V].dev, NULL) == TILE_OK &&
+               tile_attention_backward(att, &p, r[2].dev, r[3].dev, r[4].dev, b[DOUT].dev, b[Q].dev, b[K].dev,
+                                       b[V].dev, r[0].dev, r[1].dev, ws.dev, NULL) == TILE_OK &&
+               tile_synchronize(g->rt) == TILE_OK;
+  if (!ok) printf("  tile_attention: %s\n", tile_last_error());
+  for (int i = 0; i < 5 && ok; i++) {
+    ok = dbuf_download(g, &r[i]);
+    if (ok && memcmp(r[i].host, b[mine[i]].host, r[i].n * r[i].elem_bytes)) {
+      printf("  tile_attention: %s differs from the direct launches\n", r[i].name);
+      ok = false;
+    }
+  }
+  for (int i = 0; i < 5; i++) dbuf_free(g, &r[i]);
+  dbuf_free(g, &ws);
+  tile_attention_destroy(att);
+  return ok;
+}
+
 static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
@@ -217,6 +258,7 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
     free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
     for (int i = 0; i < 4; i++) free(in[i]);
   }
+  if (ok) ok = api_matches(g, c, b, (int64_t[3]){qsb, qsh, qsn}, (int64_t[3]){ksb, ksh, ksn});
   if (ok && c->with_interp) ok = forward_matches_interpreter(&v[0], b, fa, 15, fgrid);
   for (int i = 0; i < NBUF; i++) dbuf_free(g, &b[i]);
   for (int i = 0; i < ATTN_KERNELS; i++) variant_free(&v[i]);

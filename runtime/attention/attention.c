@@ -1,0 +1,212 @@
+/* attention.c - tile_attention.h: the training attention kernels of
+ * lang/std/flash_attention_bwd.tile, embedded (meson compiles the file
+ * once per head dim and mask into the att_*.h headers), picked and
+ * launched per call. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "att_d128.h"
+#include "att_d128_causal.h"
+#include "att_d64.h"
+#include "att_d64_causal.h"
+#include "internal.h"
+#include "tile_attention.h"
+
+/* The specializations built in: head dims and masks. */
+#define ATT_SPECS 4
+/* The kernels' stride parameters promise multiple_of(8) (16-byte rows of
+ * bf16 for their vector and asynchronous copies), the pointers align(16). */
+#define ATT_STRIDE_MULTIPLE 8
+#define ATT_PTR_ALIGN 16
+/* CUDA's limit on the grid's y dimension, which holds batch * heads. */
+#define ATT_MAX_GRID_Y 65535
+/* Arguments of the largest kernel (attention_bwd_dkdv). */
+#define ATT_MAX_ARGS 18
+
+typedef tile_status (*LoadFn)(tile_runtime *, tile_module **);
+
+static const struct {
+  int dim;
+  bool causal;
+  LoadFn load;
+} specs[ATT_SPECS] = {{64, false, att_d64_load},
+                      {64, true, att_d64_causal_load},
+                      {128, false, att_d128_load},
+                      {128, true, att_d128_causal_load}};
+
+enum { K_FWD, K_PRE, K_DKDV, K_DQ, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {"attention_fwd_lse", "attention_bwd_preprocess",
+                                                  "attention_bwd_dkdv", "attention_bwd_dq"};
+/* The const giving each kernel's rows per program. */
+static const char *const block_consts[K_COUNT] = {"BLOCK_M", "BLOCK_M", "BLOCK_N", "BLOCK_M"};
+
+struct tile_attention {
+  tile_module *mod[ATT_SPECS];
+  tile_kernel *k[ATT_SPECS][K_COUNT];
+  int block[ATT_SPECS][K_COUNT];
+};
+
+static int const_int(const tile_kernel *k, const char *name) {
+  const tile_kernel_info *info = tile_kernel_get_info(k);
+  for (int i = 0; info && i < info->nconsts; i++)
+    if (!strcmp(info->consts[i].name, name)) return atoi(info->consts[i].value);
+  return 0;
+}
+
+tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
+  if (!out) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_attention_create: out is NULL");
+  *out = NULL;
+  if (!rt) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_attention_create: rt is NULL");
+  tile_attention *a = calloc(1, sizeof *a);
+  if (!a) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_attention_create: out of memory");
+  tile_status st = TILE_OK;
+  for (int s = 0; s < ATT_SPECS && st == TILE_OK; s++) {
+    st = specs[s].load(rt, &a->mod[s]);
+    for (int i = 0; i < K_COUNT && st == TILE_OK; i++) {
+      st = tile_kernel_get(a->mod[s], kernel_names[i], &a->k[s][i]);
+      a->block[s][i] = st == TILE_OK ? const_int(a->k[s][i], block_consts[i]) : 0;
+      if (st == TILE_OK && a->block[s][i] <= 0)
+        st = tilert_fail(TILE_ERROR_BAD_METADATA, "%s has no %s", kernel_names[i], block_consts[i]);
+    }
+  }
+  if (st != TILE_OK) {
+    tilert_error_prefix("tile_attention_create");
+    tile_attention_destroy(a);
+    return st;
+  }
+  *out = a;
+  return TILE_OK;
+}
+
+void tile_attention_destroy(tile_attention *a) {
+  if (!a) return;
+  for (int s = 0; s < ATT_SPECS; s++) tile_module_unload(a->mod[s]);
+  free(a);
+}
+
+/* ---- checks ---- */
+
+/* The problem with its strides filled in (contiguous BHSD where 0). */
+typedef struct Problem {
+  tile_attention_problem p;
+  int spec;
+} Problem;
+
+static tile_status check_problem(const char *fn, const tile_attention_problem *in, Problem *out) {
+  if (!in) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the problem is NULL", fn);
+  const tile_attention_problem *p = in;
+  if (p->batch < 1 || p->heads < 1 || p->heads_kv < 1 || p->seqlen < 1)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: batch (%d), heads (%d), heads_kv (%d) and seqlen (%d) must be at least 1", fn, p->batch,
+                       p->heads, p->heads_kv, p->seqlen);
+  if (p->heads % p->heads_kv)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: heads (%d) is not a multiple of heads_kv (%d)", fn, p->heads,
+                       p->heads_kv);
+  if ((int64_t)p->batch * p->heads > ATT_MAX_GRID_Y)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: batch * heads (%lld) is above %d, CUDA's grid limit", fn,
+                       (long long)p->batch * p->heads, ATT_MAX_GRID_Y);
+  out->spec = -1;
+  for (int s = 0; s < ATT_SPECS; s++)
+    if (specs[s].dim == p->head_dim && specs[s].causal == p->causal) out->spec = s;
+  if (out->spec < 0)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: head_dim %d has no kernel (64 and 128 do)", fn, p->head_dim);
+  out->p = *p;
+  int64_t *st[2] = {out->p.q_strides, out->p.kv_strides};
+  const int heads[2] = {p->heads, p->heads_kv};
+  static const char *const names[2] = {"q_strides", "kv_strides"};
+  for (int t = 0; t < 2; t++) {
+    if (!st[t][0] && !st[t][1] && !st[t][2]) {
+      st[t][2] = p->head_dim;
+      st[t][1] = (int64_t)p->seqlen * p->head_dim;
+      st[t][0] = (int64_t)heads[t] * st[t][1];
+    }
+    for (int d = 0; d < 3; d++)
+      if (st[t][d] < 1 || st[t][d] % ATT_STRIDE_MULTIPLE)
+        return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s[%d] is %lld: strides must be positive multiples of %d",
+                           fn, names[t], d, (long long)st[t][d], ATT_STRIDE_MULTIPLE);
+    if (st[t][2] > INT32_MAX)
+      return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s[2] (%lld) must fit in 32 bits", fn, names[t],
+                         (long long)st[t][2]);
+  }
+  if (out->p.sm_scale == 0) out->p.sm_scale = 1.0f / sqrtf((float)p->head_dim);
+  return TILE_OK;
+}
+
+static tile_status check_ptrs(const char *fn, const char *const *names, const uint64_t *ptrs, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!ptrs[i]) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is 0", fn, names[i]);
+    if (ptrs[i] % ATT_PTR_ALIGN)
+      return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s (0x%llx) is not %d-byte aligned", fn, names[i],
+                         (unsigned long long)ptrs[i], ATT_PTR_ALIGN);
+  }
+  return TILE_OK;
+}
+
+/* The ten scalars every kernel but the preprocessing takes after its
+ * pointers: seqlen, heads, heads_kv, sm_scale, the q strides, the kv strides. */
+static void scalars(const tile_attention_problem *p, tile_arg *a) {
+  a[0] = tile_arg_i64(p->seqlen), a[1] = tile_arg_i64(p->heads), a[2] = tile_arg_i64(p->heads_kv);
+  a[3] = tile_arg_f32(p->sm_scale);
+  for (int d = 0; d < 3; d++) a[4 + d] = tile_arg_i64(p->q_strides[d]), a[7 + d] = tile_arg_i64(p->kv_strides[d]);
+}
+
+static tile_status launch(const tile_attention *a, const Problem *pr, int kernel, int heads, tile_stream *stream,
+                          const tile_arg *args, int nargs) {
+  int block = a->block[pr->spec][kernel];
+  uint32_t grid[3] = {(uint32_t)((pr->p.seqlen + block - 1) / block), (uint32_t)(pr->p.batch * heads), 1};
+  tile_status st = tile_launch(a->k[pr->spec][kernel], grid, stream, args, nargs);
+  if (st != TILE_OK) tilert_error_prefix("%s", kernel_names[kernel]);
+  return st;
+}
+
+tile_status tile_attention_forward(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t lse,
+                                   uint64_t q, uint64_t k, uint64_t v, tile_stream *stream) {
+  static const char fn[] = "tile_attention_forward";
+  Problem pr;
+  tile_status st = check_problem(fn, p, &pr);
+  static const char *const names[] = {"out", "lse", "q", "k", "v"};
+  const uint64_t ptrs[] = {out, lse, q, k, v};
+  if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 5);
+  if (st == TILE_OK && !a) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
+  if (st != TILE_OK) return st;
+  tile_arg args[ATT_MAX_ARGS];
+  for (int i = 0; i < 5; i++) args[i] = tile_arg_ptr(ptrs[i]);
+  scalars(&pr.p, args + 5);
+  return launch(a, &pr, K_FWD, pr.p.heads, stream, args, 15);
+}
+
+size_t tile_attention_workspace_bytes(const tile_attention_problem *p) {
+  if (!p || p->batch < 1 || p->heads < 1 || p->seqlen < 1) return 0;
+  return (size_t)p->batch * (size_t)p->heads * (size_t)p->seqlen * sizeof(float);
+}
+
+tile_status tile_attention_backward(tile_attention *a, const tile_attention_problem *p, uint64_t dq, uint64_t dk,
+                                    uint64_t dv, uint64_t dout, uint64_t q, uint64_t k, uint64_t v, uint64_t out,
+                                    uint64_t lse, uint64_t workspace, tile_stream *stream) {
+  static const char fn[] = "tile_attention_backward";
+  Problem pr;
+  tile_status st = check_problem(fn, p, &pr);
+  static const char *const names[] = {"dq", "dk", "dv", "dout", "q", "k", "v", "out", "lse", "workspace"};
+  const uint64_t ptrs[] = {dq, dk, dv, dout, q, k, v, out, lse, workspace};
+  if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 10);
+  if (st == TILE_OK && !a) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
+  if (st != TILE_OK) return st;
+  tile_arg sc[10], args[ATT_MAX_ARGS];
+  scalars(&pr.p, sc);
+  /* delta = rowsum(out * dout) into the workspace */
+  tile_arg pre[8] = {tile_arg_ptr(workspace), tile_arg_ptr(out), tile_arg_ptr(dout), sc[0], sc[1], sc[4], sc[5], sc[6]};
+  st = launch(a, &pr, K_PRE, pr.p.heads, stream, pre, 8);
+  /* dk, dv per key block of each key/value head */
+  const uint64_t kv_ptrs[8] = {dk, dv, q, k, v, dout, lse, workspace};
+  for (int i = 0; i < 8; i++) args[i] = tile_arg_ptr(kv_ptrs[i]);
+  memcpy(args + 8, sc, sizeof sc);
+  if (st == TILE_OK) st = launch(a, &pr, K_DKDV, pr.p.heads_kv, stream, args, 18);
+  /* dq per query block */
+  const uint64_t q_ptrs[7] = {dq, q, k, v, dout, lse, workspace};
+  for (int i = 0; i < 7; i++) args[i] = tile_arg_ptr(q_ptrs[i]);
+  memcpy(args + 7, sc, sizeof sc);
+  if (st == TILE_OK) st = launch(a, &pr, K_DQ, pr.p.heads, stream, args, 17);
+  return st;
+}

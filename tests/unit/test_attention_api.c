@@ -1,0 +1,59 @@
+/* test_attention_api.c - tile_attention.h without a GPU: every check of a
+ * problem and of the pointers comes before the kernels are needed, so a
+ * wrong call is reported (with the field) on any machine. The GPU suite
+ * (tests/gpu/gpu_attention.c) runs the calls. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tile_attention.h"
+
+static const tile_attention_problem good = {.batch = 2, .heads = 8, .heads_kv = 2, .seqlen = 300, .head_dim = 128};
+/* 16-byte aligned stand-ins for device pointers (never dereferenced) */
+#define P(i) ((uint64_t)0x10000 * (i))
+
+static void expect_forward_error(const tile_attention_problem *p, uint64_t out, const char *message) {
+  tile_status st = tile_attention_forward(NULL, p, out, P(2), P(3), P(4), P(5), NULL);
+  cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT, "%s", message);
+  cr_expect(strstr(tile_last_error(), message), "got '%s', expected '%s'", tile_last_error(), message);
+}
+
+Test(attention_api, problems_are_checked_field_by_field) {
+  expect_forward_error(NULL, P(1), "tile_attention_forward: the problem is NULL");
+  tile_attention_problem p = good;
+  p.head_dim = 96;
+  expect_forward_error(&p, P(1), "head_dim 96 has no kernel (64 and 128 do)");
+  p = good, p.heads = 6, p.heads_kv = 4;
+  expect_forward_error(&p, P(1), "heads (6) is not a multiple of heads_kv (4)");
+  p = good, p.seqlen = 0;
+  expect_forward_error(&p, P(1), "seqlen (0) must be at least 1");
+  p = good, p.batch = 9000;
+  expect_forward_error(&p, P(1), "batch * heads (72000) is above 65535");
+  p = good, p.q_strides[0] = 1 << 20, p.q_strides[1] = 128, p.q_strides[2] = 100;
+  expect_forward_error(&p, P(1), "q_strides[2] is 100: strides must be positive multiples of 8");
+  p = good, p.kv_strides[0] = 8, p.kv_strides[1] = -8, p.kv_strides[2] = 8;
+  expect_forward_error(&p, P(1), "kv_strides[1] is -8");
+}
+
+Test(attention_api, pointers_are_checked) {
+  expect_forward_error(&good, 0, "tile_attention_forward: out is 0");
+  expect_forward_error(&good, P(1) + 8, "out (0x10008) is not 16-byte aligned");
+  tile_status st = tile_attention_backward(NULL, &good, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), P(9), 0, NULL);
+  cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_attention_backward: workspace is 0"), "%s", tile_last_error());
+}
+
+Test(attention_api, a_good_call_needs_the_attention_object) {
+  tile_status st = tile_attention_forward(NULL, &good, P(1), P(2), P(3), P(4), P(5), NULL);
+  cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "the tile_attention is NULL"), "%s", tile_last_error());
+  tile_attention *a = (tile_attention *)0x1;
+  cr_expect_eq(tile_attention_create(NULL, &a), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_null(a, "out is cleared on failure");
+  cr_expect_eq(tile_attention_create(NULL, NULL), TILE_ERROR_INVALID_ARGUMENT);
+  tile_attention_destroy(NULL);
+}
+
+Test(attention_api, workspace_is_one_float_per_query_row) {
+  cr_expect_eq(tile_attention_workspace_bytes(&good), (size_t)2 * 8 * 300 * 4);
+  cr_expect_eq(tile_attention_workspace_bytes(NULL), 0);
+}
