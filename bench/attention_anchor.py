@@ -25,7 +25,7 @@ from torch.nn.functional import scaled_dot_product_attention as sdpa
 TOKENS, HIDDEN = 16384, 2048
 WARMUP, REPS = 5, 30
 SHAPES = [(64, 1024, False), (64, 16384, False), (64, 16384, True), (128, 1024, False), (128, 4096, False),
-          (128, 16384, False), (128, 16384, True)]
+          (128, 16384, False), (128, 16384, True), (256, 16384, False)]
 BACKWARD = [(128, 16384, False), (128, 16384, True)]
 BACKENDS = [("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)]
 

@@ -39,6 +39,8 @@ static const AttnCase cases[] = {
     {"attention train d64 causal n257 gqa4 bshd", 2, 8, 2, 257, 64, true, true, false},
     {"attention train d128 full n200 gqa8", 1, 8, 1, 200, 128, false, false, false},
     {"attention train d128 causal n333", 1, 2, 2, 333, 128, true, false, false},
+    {"attention forward ws d256 full n190 gqa2", 1, 4, 2, 190, 256, false, false, false},
+    {"attention forward ws d256 causal n257", 1, 2, 2, 257, 256, true, false, false},
 };
 
 static const char *const kernel_names[ATTN_KERNELS] = {"attention_fwd_lse", "attention_bwd_preprocess",
@@ -174,7 +176,36 @@ static bool api_matches(Gpu *g, const AttnCase *c, const DBuf *b, const int64_t 
   return ok;
 }
 
+/* Head dim 256 has only the warp-specialized forward: that, against the
+ * reference. */
+static bool run_ws_only(Gpu *g, const AttnCase *c, uint64_t seed) {
+  size_t nq = (size_t)c->batch * c->heads * c->seqlen * c->dim, nkv = (size_t)c->batch * c->heads_kv * c->seqlen * c->dim;
+  DBuf q, k, v;
+  memset(&q, 0, sizeof q), memset(&k, 0, sizeof k), memset(&v, 0, sizeof v);
+  Rng rng = {seed};
+  bool ok = dbuf_alloc(g, &q, "q", "bf16", nq) && dbuf_alloc(g, &k, "k", "bf16", nkv) && dbuf_alloc(g, &v, "v", "bf16", nkv);
+  if (ok) {
+    dbuf_fill(&q, &rng, -1, 1), dbuf_fill(&k, &rng, -1, 1), dbuf_fill(&v, &rng, -1, 1);
+    ok = dbuf_upload(g, &q) && dbuf_upload(g, &k) && dbuf_upload(g, &v);
+  }
+  if (ok) {
+    int64_t sh = (int64_t)c->seqlen * c->dim;
+    AttnRefShape rs = {c->batch, c->heads, c->heads_kv, c->seqlen, c->dim, c->causal,
+                       (int64_t)c->heads * sh, sh, c->dim, (int64_t)c->heads_kv * sh, sh, c->dim};
+    double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)}, *dout = calloc(nq, sizeof(double));
+    AttnRefOut r = {calloc(nq, sizeof(double)), calloc((size_t)c->batch * c->heads * c->seqlen, sizeof(double)),
+                    calloc(nq, sizeof(double)), calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
+    attn_ref_train(&rs, in[0], in[1], in[2], dout, 1.0 / sqrt((double)c->dim), &r);
+    ok = ws_forward_matches(g, c, &q, &k, &v, r.out);
+    free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(dout);
+    for (int i = 0; i < 3; i++) free(in[i]);
+  }
+  dbuf_free(g, &q), dbuf_free(g, &k), dbuf_free(g, &v);
+  return ok;
+}
+
 static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
+  if (c->dim == 256) return run_ws_only(g, c, seed);
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};

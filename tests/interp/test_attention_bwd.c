@@ -187,3 +187,4 @@ static void check_attention_ws(int batch, int heads, int heads_kv, int seqlen, i
 
 Test(attention_ws, d128_full_odd_length) { check_attention_ws(1, 2, 2, 150, 128, false, 61); }
 Test(attention_ws, d64_causal_gqa) { check_attention_ws(2, 4, 2, 200, 64, true, 62); }
+Test(attention_ws, d256_causal) { check_attention_ws(1, 2, 1, 90, 256, true, 63); }
