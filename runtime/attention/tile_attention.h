@@ -22,6 +22,9 @@
  * of tile_attention_workspace_bytes(p) bytes. Calls are asynchronous on
  * the stream (NULL: the default stream), as tile_launch.
  *
+ * The kernels' sliding window (WINDOW in the .tile file) is not offered
+ * here: every call is full or causal attention.
+ *
  * Every function returns a tile_status; a wrong problem (a head dim with
  * no kernel, heads not a multiple of heads_kv, strides that are not
  * multiples of 8 elements, a NULL pointer) is TILE_ERROR_INVALID_ARGUMENT

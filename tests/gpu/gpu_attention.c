@@ -32,15 +32,17 @@ typedef struct AttnCase {
   const char *name;
   int batch, heads, heads_kv, seqlen, dim;
   bool causal, bshd, with_interp;
+  int window; /* WINDOW of the training kernels: 0 none */
 } AttnCase;
 
 static const AttnCase cases[] = {
-    {"attention train d64 full n300 h4", 1, 4, 4, 300, 64, false, false, true},
-    {"attention train d64 causal n257 gqa4 bshd", 2, 8, 2, 257, 64, true, true, false},
-    {"attention train d128 full n200 gqa8", 1, 8, 1, 200, 128, false, false, false},
-    {"attention train d128 causal n333", 1, 2, 2, 333, 128, true, false, false},
-    {"attention forward ws d256 full n190 gqa2", 1, 4, 2, 190, 256, false, false, false},
-    {"attention forward ws d256 causal n257", 1, 2, 2, 257, 256, true, false, false},
+    {"attention train d64 full n300 h4", 1, 4, 4, 300, 64, false, false, true, 0},
+    {"attention train d64 causal n257 gqa4 bshd", 2, 8, 2, 257, 64, true, true, false, 0},
+    {"attention train d128 full n200 gqa8", 1, 8, 1, 200, 128, false, false, false, 0},
+    {"attention train d128 causal n333", 1, 2, 2, 333, 128, true, false, false, 0},
+    {"attention train d64 causal window 100 n400", 1, 2, 2, 400, 64, true, false, false, 100},
+    {"attention forward ws d256 full n190 gqa2", 1, 4, 2, 190, 256, false, false, false, 0},
+    {"attention forward ws d256 causal n257", 1, 2, 2, 257, 256, true, false, false, 0},
 };
 
 static const char *const kernel_names[ATTN_KERNELS] = {"attention_fwd_lse", "attention_bwd_preprocess",
@@ -191,7 +193,7 @@ static bool run_ws_only(Gpu *g, const AttnCase *c, uint64_t seed) {
   if (ok) {
     int64_t sh = (int64_t)c->seqlen * c->dim;
     AttnRefShape rs = {c->batch, c->heads, c->heads_kv, c->seqlen, c->dim, c->causal,
-                       (int64_t)c->heads * sh, sh, c->dim, (int64_t)c->heads_kv * sh, sh, c->dim};
+                       (int64_t)c->heads * sh, sh, c->dim, (int64_t)c->heads_kv * sh, sh, c->dim, 0};
     double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)}, *dout = calloc(nq, sizeof(double));
     AttnRefOut r = {calloc(nq, sizeof(double)), calloc((size_t)c->batch * c->heads * c->seqlen, sizeof(double)),
                     calloc(nq, sizeof(double)), calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
@@ -206,9 +208,10 @@ static bool run_ws_only(Gpu *g, const AttnCase *c, uint64_t seed) {
 
 static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
   if (c->dim == 256) return run_ws_only(g, c, seed);
-  char dim[8];
+  char dim[8], window[16];
   snprintf(dim, sizeof dim, "%d", c->dim);
-  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};
+  snprintf(window, sizeof window, "%d", c->window);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window, NULL};
   const char *pre_defs[] = {"HEAD_DIM", dim, NULL};
   Variant v[ATTN_KERNELS];
   memset(v, 0, sizeof v);
@@ -265,7 +268,8 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
   }
   for (int i = 0; i < NBUF && ok; i++) ok = dbuf_download(g, &b[i]);
   if (ok) {
-    AttnRefShape rs = {c->batch, c->heads, c->heads_kv, c->seqlen, c->dim, c->causal, qsb, qsh, qsn, ksb, ksh, ksn};
+    AttnRefShape rs = {c->batch, c->heads, c->heads_kv, c->seqlen, c->dim, c->causal, qsb, qsh, qsn, ksb, ksh, ksn,
+                       c->window};
     double *in[4] = {doubles_of(&b[Q]), doubles_of(&b[K]), doubles_of(&b[V]), doubles_of(&b[DOUT])};
     AttnRefOut r = {calloc(nq, sizeof(double)), calloc(rows, sizeof(double)), calloc(nq, sizeof(double)),
                     calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
@@ -285,11 +289,11 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
     for (size_t i = 0; i < rows; i++) lse_err = fmax(lse_err, fabs(dbuf_get(&b[LSE], i) - r.lse[i]));
     if (!(lse_err <= ATTN_LSE_TOL)) printf("  lse: max abs error %.3g (limit %.3g)\n", lse_err, ATTN_LSE_TOL);
     ok = ok && lse_err <= ATTN_LSE_TOL;
-    if (ok && !c->bshd) ok = ws_forward_matches(g, c, &b[Q], &b[K], &b[V], r.out);
+    if (ok && !c->bshd && !c->window) ok = ws_forward_matches(g, c, &b[Q], &b[K], &b[V], r.out);
     free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
     for (int i = 0; i < 4; i++) free(in[i]);
   }
-  if (ok) ok = api_matches(g, c, b, (int64_t[3]){qsb, qsh, qsn}, (int64_t[3]){ksb, ksh, ksn});
+  if (ok && !c->window) ok = api_matches(g, c, b, (int64_t[3]){qsb, qsh, qsn}, (int64_t[3]){ksb, ksh, ksn});
   if (ok && c->with_interp) ok = forward_matches_interpreter(&v[0], b, fa, 15, fgrid);
   for (int i = 0; i < NBUF; i++) dbuf_free(g, &b[i]);
   for (int i = 0; i < ATTN_KERNELS; i++) variant_free(&v[i]);

@@ -28,6 +28,7 @@ typedef struct Shape {
   int batch, heads, heads_kv, seqlen, dim;
   bool causal, bshd;
   const char *type; /* "bf16" or "f32" */
+  int window;       /* WINDOW: 0 none */
 } Shape;
 
 /* Strides (in elements) of a [batch, h, seqlen, dim] tensor. */
@@ -47,10 +48,11 @@ static double *doubles_of(const HBuf *b) {
   return d;
 }
 
-/* The defines of every kernel of the file for shape s. */
-static void defines_of(Shape s, char *dim, const char **defs) {
+/* The defines of every kernel of the file but the preprocessing for s. */
+static void defines_of(Shape s, char *dim, char *window, const char **defs) {
   snprintf(dim, 8, "%d", s.dim);
-  const char *d[] = {"T", s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false", NULL};
+  snprintf(window, 16, "%d", s.window);
+  const char *d[] = {"T", s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false", "WINDOW", window, NULL};
   memcpy(defs, d, sizeof d);
 }
 
@@ -61,9 +63,9 @@ static int64_t block_of(tc_compilation *c, const char *name) {
 }
 
 static void check_attention(Shape s, uint64_t seed) {
-  char dim[8];
+  char dim[8], window[16];
   const char *defs[MAX_DEFS];
-  defines_of(s, dim, defs);
+  defines_of(s, dim, window, defs);
   const char *const *d = defs;
   /* the preprocessing kernel has no CAUSAL */
   const char *pre_defs[] = {"T", s.type, "HEAD_DIM", dim, NULL};
@@ -111,15 +113,16 @@ static void check_attention(Shape s, uint64_t seed) {
   const HBuf *qb[] = {&dq, &q, &k, &v, &dout, &lse, &delta};
   harness_run(dqk, (int64_t[3]){cdiv(s.seqlen, block_of(dqk, "BLOCK_M")), bh, 1}, qa, 17, qb, 7);
 
-  AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n};
+  AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
+                     s.window};
   double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
   AttnRefOut r = {calloc(nq, sizeof(double)), calloc(rows, sizeof(double)), calloc(nq, sizeof(double)),
                   calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
   attn_ref_train(&rs, in[0], in[1], in[2], in[3], (float)scale, &r);
   double tol = strcmp(s.type, "f32") ? BF16_TOL : F32_TOL;
   char what[96];
-  snprintf(what, sizeof what, "b%d h%d/%d n%d d%d %s%s %s", s.batch, s.heads, s.heads_kv, s.seqlen, s.dim,
-           s.causal ? "causal" : "full", s.bshd ? " bshd" : "", s.type);
+  snprintf(what, sizeof what, "b%d h%d/%d n%d d%d %s%s %s window %d", s.batch, s.heads, s.heads_kv, s.seqlen, s.dim,
+           s.causal ? "causal" : "full", s.bshd ? " bshd" : "", s.type, s.window);
   double e_out = rel_error(&out, r.out, nq), e_dq = rel_error(&dq, r.dq, nq);
   double e_dk = rel_error(&dk, r.dk, nkv), e_dv = rel_error(&dv, r.dv, nkv);
   cr_expect_lt(e_out, tol, "%s: out rel error %g", what, e_out);
@@ -136,11 +139,19 @@ static void check_attention(Shape s, uint64_t seed) {
   tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk);
 }
 
-Test(attention_bwd, d64_full_odd_length_f32) { check_attention((Shape){1, 2, 2, 70, 64, false, false, "f32"}, 51); }
-Test(attention_bwd, d64_causal_odd_length_bf16) { check_attention((Shape){1, 2, 2, 97, 64, true, false, "bf16"}, 52); }
-Test(attention_bwd, d64_gqa4_causal_bshd) { check_attention((Shape){1, 4, 1, 80, 64, true, true, "bf16"}, 53); }
-Test(attention_bwd, d128_gqa2_full) { check_attention((Shape){2, 4, 2, 40, 128, false, false, "bf16"}, 54); }
-Test(attention_bwd, d128_causal_f32) { check_attention((Shape){1, 1, 1, 130, 128, true, false, "f32"}, 55); }
+Test(attention_bwd, d64_full_odd_length_f32) { check_attention((Shape){1, 2, 2, 70, 64, false, false, "f32", 0}, 51); }
+Test(attention_bwd, d64_causal_odd_length_bf16) {
+  check_attention((Shape){1, 2, 2, 97, 64, true, false, "bf16", 0}, 52);
+}
+Test(attention_bwd, d64_gqa4_causal_bshd) { check_attention((Shape){1, 4, 1, 80, 64, true, true, "bf16", 0}, 53); }
+Test(attention_bwd, d128_gqa2_full) { check_attention((Shape){2, 4, 2, 40, 128, false, false, "bf16", 0}, 54); }
+Test(attention_bwd, d128_causal_f32) { check_attention((Shape){1, 1, 1, 130, 128, true, false, "f32", 0}, 55); }
+/* sliding windows: causal (local attention) and two-sided, a window
+ * narrower than one block and one that spans several */
+Test(attention_bwd, d64_causal_window_40) { check_attention((Shape){1, 2, 1, 200, 64, true, false, "f32", 40}, 56); }
+Test(attention_bwd, d64_full_window_150_bf16) {
+  check_attention((Shape){1, 2, 2, 230, 64, false, false, "bf16", 150}, 57);
+}
 
 /* ---- flash_attention_ws.tile: the warp-specialized forward ---- */
 
@@ -170,9 +181,9 @@ static void check_attention_ws(int batch, int heads, int heads_kv, int seqlen, i
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
   harness_run(c, (int64_t[3]){cdiv(seqlen, block_m), (int64_t)batch * heads, 1}, args, 8, bufs, 4);
-  Strides sq = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16"}, heads);
-  Strides skv = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16"}, heads_kv);
-  AttnRefShape rs = {batch, heads, heads_kv, seqlen, dim, causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n};
+  Strides sq = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16", 0}, heads);
+  Strides skv = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16", 0}, heads_kv);
+  AttnRefShape rs = {batch, heads, heads_kv, seqlen, dim, causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n, 0};
   double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
   AttnRefOut r = {calloc(nq, sizeof(double)), calloc((size_t)qrows, sizeof(double)), calloc(nq, sizeof(double)),
                   calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};

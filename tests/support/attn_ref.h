@@ -19,6 +19,7 @@ typedef struct AttnRefShape {
   bool causal;
   int64_t q_sb, q_sh, q_sn;    /* q, out, dout, dq */
   int64_t kv_sb, kv_sh, kv_sn; /* k, v, dk, dv */
+  int window;                  /* > 0: query i sees keys j > i - window */
 } AttnRefShape;
 
 typedef struct AttnRefOut {
@@ -38,7 +39,8 @@ static inline void attn_ref_train(const AttnRefShape *s, const double *q, const 
         for (int j = 0; j < n; j++) {
           double d = 0;
           for (int t = 0; t < s->dim; t++) d += qi[t] * k[kb + j * s->kv_sn + t];
-          p[i * n + j] = !s->causal || j <= i ? d * scale : -INFINITY;
+          bool seen = (!s->causal || j <= i) && (s->window <= 0 || j > i - s->window);
+          p[i * n + j] = seen ? d * scale : -INFINITY;
           m = fmax(m, p[i * n + j]);
         }
         for (int j = 0; j < n; j++) l += (p[i * n + j] = exp(p[i * n + j] - m));
