@@ -300,17 +300,99 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
   return ok;
 }
 
+/* ---- flash_attention_varlen.tile ---- */
+
+#define VARLEN_BATCH 8
+
+typedef struct VarlenCase {
+  const char *name;
+  int heads, heads_kv, dim;
+  bool causal;
+  int len_q[VARLEN_BATCH], len_k[VARLEN_BATCH];
+} VarlenCase;
+
+static const VarlenCase varlen_cases[] = {
+    {"attention varlen d64 full lengths 1-3000 gqa2", 4, 2, 64, false, {1, 17, 300, 1000, 3000, 129, 64, 2049},
+     {1, 17, 300, 1000, 3000, 129, 64, 2049}},
+    {"attention varlen d128 causal unequal lengths", 2, 2, 128, true, {5, 200, 64, 1, 777, 1500, 33, 256},
+     {40, 150, 64, 9, 777, 1200, 33, 300}},
+};
+
+static bool run_varlen(Gpu *g, const VarlenCase *c, uint64_t seed) {
+  char dim[8];
+  snprintf(dim, sizeof dim, "%d", c->dim);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};
+  Variant w;
+  if (!variant_build(g, "lang/std/flash_attention_varlen.tile", defs, &w)) return false;
+  int cq[VARLEN_BATCH + 1] = {0}, ck[VARLEN_BATCH + 1] = {0}, max_q = 0;
+  for (int b = 0; b < VARLEN_BATCH; b++) {
+    cq[b + 1] = cq[b] + c->len_q[b], ck[b + 1] = ck[b] + c->len_k[b];
+    if (c->len_q[b] > max_q) max_q = c->len_q[b];
+  }
+  enum { OUT, LSE, Q, K, V, CQ, CK, NB };
+  DBuf b[NB];
+  memset(b, 0, sizeof b);
+  size_t nq = (size_t)cq[VARLEN_BATCH] * c->heads * c->dim, nk = (size_t)ck[VARLEN_BATCH] * c->heads_kv * c->dim;
+  bool ok = dbuf_alloc(g, &b[OUT], "out", "bf16", nq) && dbuf_alloc(g, &b[LSE], "lse", "f32", nq / c->dim) &&
+            dbuf_alloc(g, &b[Q], "q", "bf16", nq) && dbuf_alloc(g, &b[K], "k", "bf16", nk) &&
+            dbuf_alloc(g, &b[V], "v", "bf16", nk) && dbuf_alloc(g, &b[CQ], "cu_q", "i32", VARLEN_BATCH + 1) &&
+            dbuf_alloc(g, &b[CK], "cu_k", "i32", VARLEN_BATCH + 1);
+  Rng rng = {seed};
+  for (int i = 0; ok && i <= VARLEN_BATCH; i++) dbuf_set(&b[CQ], i, cq[i]), dbuf_set(&b[CK], i, ck[i]);
+  for (int i = 0; ok && i < NB; i++) {
+    if (i == Q || i == K || i == V) dbuf_fill(&b[i], &rng, -1, 1);
+    else if (i == OUT || i == LSE) dbuf_poison(&b[i]);
+    ok = dbuf_upload(g, &b[i]);
+  }
+  double scale = 1.0 / sqrt((double)c->dim);
+  tile_arg a[14] = {tile_arg_ptr(b[OUT].dev), tile_arg_ptr(b[LSE].dev), tile_arg_ptr(b[Q].dev), tile_arg_ptr(b[K].dev),
+                    tile_arg_ptr(b[V].dev),   tile_arg_ptr(b[CQ].dev),  tile_arg_ptr(b[CK].dev), tile_arg_i64(c->heads),
+                    tile_arg_i64(c->heads_kv), tile_arg_f64(scale), tile_arg_i64(c->heads * c->dim),
+                    tile_arg_i64(c->dim), tile_arg_i64(c->heads_kv * c->dim), tile_arg_i64(c->dim)};
+  uint32_t grid[3] = {(uint32_t)grid_of(max_q, variant_const(&w, "BLOCK_M", 128)), (uint32_t)(VARLEN_BATCH * c->heads), 1};
+  if (ok && (tile_launch(w.kernel, grid, NULL, a, 14) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  launch failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  ok = ok && dbuf_download(g, &b[OUT]) && dbuf_download(g, &b[LSE]);
+  if (ok) {
+    double *in[3] = {doubles_of(&b[Q]), doubles_of(&b[K]), doubles_of(&b[V])};
+    double *want = malloc(sizeof(double) * nq), *want_lse = malloc(sizeof(double) * (nq / c->dim));
+    attn_ref_varlen(VARLEN_BATCH, c->heads, c->heads_kv, c->dim, c->causal, cq, ck, in[0], in[1], in[2], (float)scale,
+                    want, want_lse);
+    double e = error_of(&b[OUT], want), lse_err = 0;
+    for (size_t i = 0; i < nq / c->dim; i++)
+      if (isfinite(want_lse[i])) lse_err = fmax(lse_err, fabs(dbuf_get(&b[LSE], i) - want_lse[i]));
+    if (!(e <= ATTN_BF16_TOL)) printf("  out: relative error %.3g\n", e);
+    if (!(lse_err <= ATTN_LSE_TOL)) printf("  lse: max abs error %.3g\n", lse_err);
+    ok = e <= ATTN_BF16_TOL && lse_err <= ATTN_LSE_TOL;
+    free(want), free(want_lse);
+    for (int i = 0; i < 3; i++) free(in[i]);
+  }
+  for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
+  variant_free(&w);
+  return ok;
+}
+
+/* Prints a case's line and counts it. */
+static void report(Gpu *g, const char *name, bool ok, double t0, int *failed) {
+  printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
+  fflush(stdout);
+  if (ok) g->passed++;
+  else g->failed++, ++*failed;
+}
+
 int gpu_attention_tests(Gpu *g, const char *only) {
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const AttnCase *c = &cases[i];
-    if (only && !strstr(c->name, only)) continue;
+    if (only && !strstr(cases[i].name, only)) continue;
     double t0 = now_ms();
-    bool ok = run_attention(g, c, 7000 + i);
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", c->name, now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    report(g, cases[i].name, run_attention(g, &cases[i], 7000 + i), t0, &failed);
+  }
+  for (size_t i = 0; i < sizeof varlen_cases / sizeof varlen_cases[0]; i++) {
+    if (only && !strstr(varlen_cases[i].name, only)) continue;
+    double t0 = now_ms();
+    report(g, varlen_cases[i].name, run_varlen(g, &varlen_cases[i], 7100 + i), t0, &failed);
   }
   return failed;
 }

@@ -199,3 +199,68 @@ static void check_attention_ws(int batch, int heads, int heads_kv, int seqlen, i
 Test(attention_ws, d128_full_odd_length) { check_attention_ws(1, 2, 2, 150, 128, false, 61); }
 Test(attention_ws, d64_causal_gqa) { check_attention_ws(2, 4, 2, 200, 64, true, 62); }
 Test(attention_ws, d256_causal) { check_attention_ws(1, 2, 1, 90, 256, true, 63); }
+
+/* ---- flash_attention_varlen.tile: packed sequences of different lengths ---- */
+
+/* Sequences per varlen test batch, at most. */
+#define ATTN_MAX_BATCH 8
+
+static void check_varlen(const int *len_q, const int *len_k, int batch, int heads, int heads_kv, int dim, bool causal,
+                         uint64_t seed) {
+  char d[8];
+  snprintf(d, sizeof d, "%d", dim);
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", NULL};
+  cr_assert(batch <= ATTN_MAX_BATCH);
+  tc_compilation *c = harness_compile("lang/std/flash_attention_varlen.tile", NULL, defs);
+  HBuf cu_q = hbuf_new("i32", (size_t)batch + 1, "cu_q"), cu_k = hbuf_new("i32", (size_t)batch + 1, "cu_k");
+  int tq = 0, tk = 0, max_q = 0;
+  for (int b = 0; b < batch; b++) {
+    hbuf_set(&cu_q, b, tq), hbuf_set(&cu_k, b, tk);
+    tq += len_q[b], tk += len_k[b];
+    if (len_q[b] > max_q) max_q = len_q[b];
+  }
+  hbuf_set(&cu_q, batch, tq), hbuf_set(&cu_k, batch, tk);
+  /* THD layout: token stride heads * dim, head stride dim */
+  HBuf q = hbuf_new("bf16", (size_t)tq * heads * dim, "q"), out = hbuf_new("bf16", (size_t)tq * heads * dim, "out");
+  HBuf k = hbuf_new("bf16", (size_t)tk * heads_kv * dim, "k"), v = hbuf_new("bf16", (size_t)tk * heads_kv * dim, "v");
+  HBuf lse = hbuf_new("f32", (size_t)tq * heads, "lse");
+  Rng rng = {seed};
+  hbuf_fill_uniform(&q, &rng, -1, 1), hbuf_fill_uniform(&k, &rng, -1, 1), hbuf_fill_uniform(&v, &rng, -1, 1);
+  hbuf_poison(&out), hbuf_poison(&lse);
+  double scale = 1.0 / sqrt((double)dim);
+  tc_arg args[14] = {{.p = out.data}, {.p = lse.data}, {.p = q.data},   {.p = k.data},
+                     {.p = v.data},   {.p = cu_q.data}, {.p = cu_k.data}, {.i = heads},
+                     {.i = heads_kv}, {.f = (float)scale}, {.i = heads * dim}, {.i = dim},
+                     {.i = heads_kv * dim}, {.i = dim}};
+  const HBuf *bufs[] = {&out, &lse, &q, &k, &v, &cu_q, &cu_k};
+  int64_t block_m = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
+  harness_run(c, (int64_t[3]){cdiv(max_q, block_m), (int64_t)batch * heads, 1}, args, 14, bufs, 7);
+  int cq[ATTN_MAX_BATCH + 1], ck[ATTN_MAX_BATCH + 1];
+  for (int i = 0; i <= batch; i++) cq[i] = (int)hbuf_get(&cu_q, i), ck[i] = (int)hbuf_get(&cu_k, i);
+  double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)};
+  double *want = malloc(sizeof(double) * q.n), *want_lse = malloc(sizeof(double) * lse.n);
+  attn_ref_varlen(batch, heads, heads_kv, dim, causal, cq, ck, in[0], in[1], in[2], (float)scale, want, want_lse);
+  double e = rel_error(&out, want, out.n), lse_err = 0;
+  for (size_t i = 0; i < lse.n; i++)
+    if (isfinite(want_lse[i])) lse_err = fmax(lse_err, fabs(hbuf_get(&lse, i) - want_lse[i]));
+  cr_expect_lt(e, BF16_TOL, "varlen d%d causal %d: rel error %g", dim, causal, e);
+  cr_expect_lt(lse_err, LSE_TOL, "varlen lse: max abs error %g", lse_err);
+  free(want), free(want_lse);
+  for (int i = 0; i < 3; i++) free(in[i]);
+  HBuf *all[] = {&q, &k, &v, &out, &lse, &cu_q, &cu_k};
+  for (int i = 0; i < 7; i++) hbuf_free(all[i]);
+  tc_free(c);
+}
+
+/* lengths from 1 up, not multiples of the blocks; queries and keys of a
+ * sequence may differ in number (causal aligns them at the ends; a query
+ * with no key to see gets zeros) */
+Test(attention_varlen, d64_full_lengths_1_to_300) {
+  const int lq[] = {1, 300, 70, 129}, lk[] = {1, 300, 70, 129};
+  check_varlen(lq, lk, 4, 2, 1, 64, false, 71);
+}
+Test(attention_varlen, d128_causal_unequal_lengths) {
+  const int lq[] = {5, 200, 64}, lk[] = {40, 150, 64};
+  check_varlen(lq, lk, 3, 2, 2, 128, true, 72);
+}

@@ -78,4 +78,41 @@ static inline void attn_ref_train(const AttnRefShape *s, const double *q, const 
   free(p), free(ds);
 }
 
+/* The varlen forward (lang/std/flash_attention_varlen.tile): sequences
+ * packed in THD layout (token stride heads * dim, head stride dim; k and
+ * v with heads_kv heads), sequence b's queries cu_q[b] .. cu_q[b+1]-1 and
+ * keys cu_k[b] .. cu_k[b+1]-1, causal aligned at the ends. out gets 0 for
+ * a query that sees no key, lse (per token and head) -inf then. */
+static inline void attn_ref_varlen(int batch, int heads, int heads_kv, int dim, bool causal, const int *cu_q,
+                                   const int *cu_k, const double *q, const double *k, const double *v, double scale,
+                                   double *out, double *lse) {
+  for (int b = 0; b < batch; b++) {
+    int lq = cu_q[b + 1] - cu_q[b], lk = cu_k[b + 1] - cu_k[b];
+    double *p = malloc(sizeof(double) * (size_t)(lk + 1));
+    for (int h = 0; h < heads; h++) {
+      int hk = h / (heads / heads_kv);
+      for (int i = 0; i < lq; i++) {
+        const double *qi = q + ((int64_t)(cu_q[b] + i) * heads + h) * dim;
+        double m = -INFINITY, l = 0;
+        for (int j = 0; j < lk; j++) {
+          const double *kj = k + ((int64_t)(cu_k[b] + j) * heads_kv + hk) * dim;
+          double s = 0;
+          for (int t = 0; t < dim; t++) s += qi[t] * kj[t];
+          p[j] = !causal || j <= i + lk - lq ? s * scale : -INFINITY;
+          m = fmax(m, p[j]);
+        }
+        for (int j = 0; j < lk; j++) l += (p[j] = m == -INFINITY ? 0 : exp(p[j] - m));
+        double *oi = out + ((int64_t)(cu_q[b] + i) * heads + h) * dim;
+        for (int t = 0; t < dim; t++) {
+          double o = 0;
+          for (int j = 0; j < lk; j++) o += p[j] * v[((int64_t)(cu_k[b] + j) * heads_kv + hk) * dim + t];
+          oi[t] = l > 0 ? o / l : 0;
+        }
+        lse[(int64_t)(cu_q[b] + i) * heads + h] = l > 0 ? (m + log(l)) / log(2.0) : -INFINITY;
+      }
+    }
+    free(p);
+  }
+}
+
 #endif
