@@ -7,6 +7,8 @@
  *   flash_attention.tile      the forward through a cp.async ring (8 warps)
  *   flash_attention_ws.tile   the forward with a producer warpgroup filling
  *                             a TMA ring and two consumer warpgroups
+ *   flash_attention_fp8.tile  the forward on e4m3 inputs (per-tensor
+ *                             scales), reported against the bf16 anchors
  *   flash_attention_bwd.tile  the backward (delta, dk/dv, dq: 2.5 times the
  *                             forward's operations), at d128 16k
  *
@@ -146,6 +148,34 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       double e = agreement(g, o2, o1, n);
       printf("  %s: the two forwards %s (relative difference %.3g)\n", what, e <= ATTN_AGREE_TOL ? "agree" : "DISAGREE", e);
     }
+  }
+  /* fp8 e4m3 inputs with per-tensor scales, reported against the bf16 anchors */
+  Variant f8;
+  if (s->dim <= 128 && variant_build(g, "lang/std/flash_attention_fp8.tile", defs, &f8)) {
+    DBuf x[3];
+    memset(x, 0, sizeof x);
+    bool ok = true;
+    for (int i = 0; i < 3 && ok; i++) {
+      Rng r = {20 + (uint64_t)i};
+      ok = dbuf_alloc(g, &x[i], "x", "f8e4m3", n);
+      if (ok) dbuf_fill(&x[i], &r, -200, 200), ok = dbuf_upload(g, &x[i]);
+    }
+    if (ok && o1) {
+      AttnLaunch l = {.nk = 1};
+      l.k[0] = f8.kernel;
+      int64_t bm = variant_const(&f8, "BLOCK_M", 128);
+      l.grid[0][0] = (uint32_t)((s->seqlen + bm - 1) / bm), l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
+      tile_arg a[13] = {tile_arg_ptr(o1), tile_arg_ptr(x[0].dev), tile_arg_ptr(x[1].dev), tile_arg_ptr(x[2].dev),
+                        tile_arg_i64(s->seqlen), tile_arg_i64(heads), tile_arg_f64(scale), tile_arg_f64(1.0 / 200),
+                        tile_arg_f64(1.0 / 200), tile_arg_f64(1.0 / 200), tile_arg_i64(heads * per_head),
+                        tile_arg_i64(per_head), tile_arg_i64(s->dim)};
+      memcpy(l.args[0], a, sizeof a), l.nargs[0] = 13;
+      double ms = bench_time_ms(g, do_attn, &l);
+      snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 (flash_attention_fp8.tile)", what);
+      if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+    }
+    for (int i = 0; i < 3; i++) dbuf_free(g, &x[i]);
+    variant_free(&f8);
   }
   if (have_fwd) variant_free(&fwd);
   if (have_ws) variant_free(&ws);

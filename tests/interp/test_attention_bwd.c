@@ -264,3 +264,46 @@ Test(attention_varlen, d128_causal_unequal_lengths) {
   const int lq[] = {5, 200, 64}, lk[] = {40, 150, 64};
   check_varlen(lq, lk, 3, 2, 2, 128, true, 72);
 }
+
+/* ---- flash_attention_fp8.tile: e4m3 inputs with per-tensor scales ---- */
+
+/* fp8 inputs and outputs: the spec's bound for fp8 attention. */
+#define FP8_TOL 5e-2
+
+static void check_fp8(int heads, int seqlen, int dim, bool causal, uint64_t seed) {
+  char d[8];
+  snprintf(d, sizeof d, "%d", dim);
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", NULL};
+  tc_compilation *c = harness_compile("lang/std/flash_attention_fp8.tile", NULL, defs);
+  size_t n = (size_t)heads * seqlen * dim;
+  HBuf q = hbuf_new("f8e4m3", n, "q"), k = hbuf_new("f8e4m3", n, "k"), v = hbuf_new("f8e4m3", n, "v");
+  HBuf out = hbuf_new("bf16", n, "out");
+  Rng rng = {seed};
+  /* the stored values use e4m3's range; the scales bring them back */
+  hbuf_fill_uniform(&q, &rng, -200, 200), hbuf_fill_uniform(&k, &rng, -200, 200), hbuf_fill_uniform(&v, &rng, -200, 200);
+  hbuf_poison(&out);
+  const double dq = 1.0 / 200, dk = 1.5 / 200, dv = 0.5 / 200, scale = 1.0 / sqrt((double)dim);
+  int64_t sh = (int64_t)seqlen * dim;
+  tc_arg args[13] = {{.p = out.data}, {.p = q.data}, {.p = k.data},    {.p = v.data},     {.i = seqlen},
+                     {.i = heads},    {.f = (float)scale}, {.f = (float)dq}, {.f = (float)dk}, {.f = (float)dv},
+                     {.i = heads * sh}, {.i = sh},    {.i = dim}};
+  const HBuf *bufs[] = {&out, &q, &k, &v};
+  int64_t block_m = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
+  harness_run(c, (int64_t[3]){cdiv(seqlen, block_m), heads, 1}, args, 13, bufs, 4);
+  double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)}, *dout = calloc(n, sizeof(double));
+  for (size_t i = 0; i < n; i++) in[0][i] *= dq, in[1][i] *= dk, in[2][i] *= dv;
+  AttnRefShape rs = {1, heads, heads, seqlen, dim, causal, heads * sh, sh, dim, heads * sh, sh, dim, 0};
+  AttnRefOut r = {calloc(n, sizeof(double)), calloc((size_t)heads * seqlen, sizeof(double)), calloc(n, sizeof(double)),
+                  calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+  attn_ref_train(&rs, in[0], in[1], in[2], dout, (float)scale, &r);
+  double e = rel_error(&out, r.out, n);
+  cr_expect_lt(e, FP8_TOL, "fp8 h%d n%d d%d causal %d: rel error %g", heads, seqlen, dim, causal, e);
+  free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(dout);
+  for (int i = 0; i < 3; i++) free(in[i]);
+  hbuf_free(&q), hbuf_free(&k), hbuf_free(&v), hbuf_free(&out);
+  tc_free(c);
+}
+
+Test(attention_fp8, d64_full) { check_fp8(2, 150, 64, false, 81); }
+Test(attention_fp8, d128_causal) { check_fp8(1, 200, 128, true, 82); }

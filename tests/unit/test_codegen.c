@@ -84,6 +84,8 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "256", NULL}},
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "256", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {NULL}},
+    {"lang/std/flash_attention_fp8.tile", {NULL}},
+    {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"tests/kernels/vector_add.tile", {NULL}},
     {"tests/kernels/vector_add.tile", {"T", "bf16", NULL}},
