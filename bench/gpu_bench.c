@@ -40,7 +40,7 @@ typedef struct Row {
 } Row;
 
 /* Rows the final table holds; a row beyond them is printed, not kept. */
-#define MAX_ROWS 96
+#define MAX_ROWS 128
 
 static Row rows[MAX_ROWS];
 static int nrows;
@@ -722,17 +722,20 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
 /* lang/std/gemm_ws.tile (warp-specialized) with bf16 C: persistent (a
  * grid of min(tiles, SMs)) or one program per tile. */
 static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent,
-                               bool pingpong) {
-  char dm[16], dn[16], dk[16], ds[16], dc[16], label[80];
+                               bool pingpong, int group_m) {
+  char dm[16], dn[16], dk[16], ds[16], dc[16], dg[16], label[96];
   snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(ds, sizeof ds, "%d", stages);
   snprintf(dc, sizeof dc, "%d", consumers), snprintf(dk, sizeof dk, "%d", bk);
+  snprintf(dg, sizeof dg, "%d", group_m);
   const char *defs[] = {"T",         "bf16", "TC",     "bf16", "BLOCK_M",   dm, "BLOCK_N", dn, "BLOCK_K",
-                        dk,          "STAGES", ds,     "CONSUMERS", dc, NULL};
+                        dk,          "STAGES", ds,     "CONSUMERS", dc, "GROUP_M", dg, NULL};
+  if (!group_m) defs[14] = NULL; /* the kernel's default */
   snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s%s", bm, bn, bk, stages, consumers,
            persistent ? " persistent" : "", pingpong ? " ping-pong" : "");
+  if (group_m) snprintf(label + strlen(label), sizeof label - strlen(label), " GROUP_M %d", group_m);
   TileGemm k;
   memset(&k, 0, sizeof k);
-  if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS */
+  if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS (nor, then, a GROUP_M define) */
   if (!variant_build_kernel(p->g, "lang/std/gemm_ws.tile", pingpong ? "gemm_ws_pingpong" : "gemm_ws", defs, &k.v))
     return;
   k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
@@ -763,16 +766,19 @@ static void bench_gemm_kernels(GemmProblem *p) {
   for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
     bench_tile_gemm(p, variants[i].tma, variants[i].bm, variants[i].bn, variants[i].bk, variants[i].stages,
                     variants[i].warps);
+  /* group_m 0: the kernel's default (8); the others sweep the tile order */
   static const struct {
     int bm, bn, bk, stages, consumers;
     bool persistent, pingpong;
+    int group_m;
   } ws[] = {
-      {128, 256, 64, 4, 2, false, false}, {128, 256, 64, 4, 2, true, false}, {128, 256, 64, 3, 2, true, false},
-      {128, 128, 64, 4, 2, true, false},  {128, 128, 64, 4, 2, true, true},  {128, 128, 64, 5, 2, true, true},
+      {128, 256, 64, 4, 2, false, false, 0}, {128, 256, 64, 4, 2, true, false, 0}, {128, 256, 64, 3, 2, true, false, 0},
+      {128, 128, 64, 4, 2, true, false, 0},  {128, 128, 64, 4, 2, true, true, 0},  {128, 128, 64, 5, 2, true, true, 0},
+      {128, 256, 64, 4, 2, true, false, 1},  {128, 256, 64, 4, 2, true, false, 4}, {128, 256, 64, 4, 2, true, false, 16},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,
-                       ws[i].pingpong);
+                       ws[i].pingpong, ws[i].group_m);
 }
 
 /* ---- GEMM + bias + activation: fused against cuBLAS and a kernel ---- */
