@@ -1,0 +1,151 @@
+/* test_mlp.c - lang/std/mlp.tile in the interpreter against float64 on the
+ * same rounded inputs: the fused gate/up projection with each activation
+ * product, the down projection with and without the residual, and the
+ * activation product's backward (against the derivative in double, and
+ * against a central difference of the forward). Sizes are not multiples of
+ * the blocks; the persistent kernels run on more programs than tiles. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "act_ref.h"
+#include "harness.h"
+
+#define BF16_TOL 1e-2
+#define F32_TOL 1e-5
+/* Programs of the persistent GEMMs: more than the tiles of the shapes
+ * here, so some walk none and the tile loop is checked. */
+#define MLP_PROGRAMS 5
+
+static int64_t cdiv_i(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* mlp.tile's ACT: 0 SwiGLU, 1 GeGLU erf, 2 GeGLU tanh, as act_ref's. */
+static double gate_ref(double g, int act) { return act_ref(g, act == 0 ? 4 : act == 1 ? 2 : 3); }
+
+static tc_arg matrix(const HBuf *b, int rows, int cols) {
+  tc_arg a = {.p = b->data, .shape = {rows, cols}, .strides = {cols, 1}};
+  return a;
+}
+
+static void check_gate_up(int tokens, int d_model, int d_ff, int act, uint64_t seed) {
+  char a[4];
+  snprintf(a, sizeof a, "%d", act);
+  const char *defs[] = {"ACT", a, NULL};
+  tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_gate_up", defs);
+  Rng rng = {seed};
+  HBuf x = hbuf_new("bf16", (size_t)tokens * d_model, "x"), wg = hbuf_new("bf16", (size_t)d_model * d_ff, "w_gate");
+  HBuf wu = hbuf_new("bf16", (size_t)d_model * d_ff, "w_up"), h = hbuf_new("bf16", (size_t)tokens * d_ff, "h");
+  hbuf_fill_uniform(&x, &rng, -1, 1), hbuf_fill_uniform(&wg, &rng, -0.2, 0.2), hbuf_fill_uniform(&wu, &rng, -0.2, 0.2);
+  hbuf_poison(&h);
+  tc_arg args[7] = {matrix(&h, tokens, d_ff), matrix(&x, tokens, d_model), matrix(&wg, d_model, d_ff),
+                    matrix(&wu, d_model, d_ff), {.i = tokens}, {.i = d_model}, {.i = d_ff}};
+  const HBuf *bufs[] = {&h, &x, &wg, &wu};
+  harness_run(c, (int64_t[3]){MLP_PROGRAMS, 1, 1}, args, 7, bufs, 4);
+  double *want = malloc(sizeof(double) * h.n);
+  for (int i = 0; i < tokens; i++)
+    for (int j = 0; j < d_ff; j++) {
+      double g = 0, u = 0;
+      for (int t = 0; t < d_model; t++) {
+        g += hbuf_get(&x, (size_t)i * d_model + t) * hbuf_get(&wg, (size_t)t * d_ff + j);
+        u += hbuf_get(&x, (size_t)i * d_model + t) * hbuf_get(&wu, (size_t)t * d_ff + j);
+      }
+      want[(size_t)i * d_ff + j] = gate_ref(g, act) * u;
+    }
+  double e = rel_error(&h, want, h.n);
+  cr_expect_lt(e, BF16_TOL, "gate_up %dx%dx%d act %d: rel error %g", tokens, d_model, d_ff, act, e);
+  free(want);
+  hbuf_free(&x), hbuf_free(&wg), hbuf_free(&wu), hbuf_free(&h);
+  tc_free(c);
+}
+
+Test(mlp, gate_up_swiglu) { check_gate_up(70, 72, 136, 0, 91); }
+Test(mlp, gate_up_geglu_erf) { check_gate_up(130, 64, 200, 1, 92); }
+Test(mlp, gate_up_geglu_tanh) { check_gate_up(9, 136, 72, 2, 93); }
+
+static void check_down(int tokens, int d_ff, int d_model, bool residual, uint64_t seed) {
+  const char *defs[] = {"RESIDUAL", residual ? "true" : "false", NULL};
+  tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_down", defs);
+  Rng rng = {seed};
+  HBuf h = hbuf_new("bf16", (size_t)tokens * d_ff, "h"), wd = hbuf_new("bf16", (size_t)d_ff * d_model, "w_down");
+  HBuf res = hbuf_new("bf16", (size_t)tokens * d_model, "residual"), y = hbuf_new("bf16", (size_t)tokens * d_model, "y");
+  hbuf_fill_uniform(&h, &rng, -1, 1), hbuf_fill_uniform(&wd, &rng, -0.2, 0.2), hbuf_fill_uniform(&res, &rng, -2, 2);
+  hbuf_poison(&y);
+  tc_arg args[8] = {matrix(&y, tokens, d_model), matrix(&h, tokens, d_ff), matrix(&wd, d_ff, d_model),
+                    {.p = res.data}, {.i = d_model}, {.i = tokens}, {.i = d_ff}, {.i = d_model}};
+  const HBuf *bufs[] = {&y, &h, &wd, &res};
+  harness_run(c, (int64_t[3]){MLP_PROGRAMS, 1, 1}, args, 8, bufs, 4);
+  double *want = malloc(sizeof(double) * y.n);
+  for (int i = 0; i < tokens; i++)
+    for (int j = 0; j < d_model; j++) {
+      double s = residual ? hbuf_get(&res, (size_t)i * d_model + j) : 0;
+      for (int t = 0; t < d_ff; t++) s += hbuf_get(&h, (size_t)i * d_ff + t) * hbuf_get(&wd, (size_t)t * d_model + j);
+      want[(size_t)i * d_model + j] = s;
+    }
+  double e = rel_error(&y, want, y.n);
+  cr_expect_lt(e, BF16_TOL, "down %dx%dx%d residual %d: rel error %g", tokens, d_ff, d_model, residual, e);
+  free(want);
+  hbuf_free(&h), hbuf_free(&wd), hbuf_free(&res), hbuf_free(&y);
+  tc_free(c);
+}
+
+Test(mlp, down_with_residual) { check_down(70, 136, 200, true, 94); }
+Test(mlp, down_without_residual) { check_down(130, 72, 264, false, 95); }
+
+/* d/dg of gate_ref(g) (the activation alone). */
+static double gate_ref_deriv(double g, int act) {
+  if (act == 0) {
+    double s = 1 / (1 + exp(-g));
+    return s * (1 + g * (1 - s));
+  }
+  if (act == 1) return 0.5 * (1 + erf(g / sqrt(2.0))) + g * exp(-0.5 * g * g) / sqrt(2 * M_PI);
+  double k = ACT_REF_GELU_TANH_K, t = tanh(k * (g + 0.044715 * g * g * g));
+  return 0.5 * (1 + t) + 0.5 * g * (1 - t * t) * k * (1 + 3 * 0.044715 * g * g);
+}
+
+static void check_act_backward(int act, uint64_t seed) {
+  const int tokens = 5, d_ff = 1500, stride = 1504;
+  char a[4];
+  snprintf(a, sizeof a, "%d", act);
+  const char *defs[] = {"T", "f32", "ACT", a, NULL};
+  tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_act_backward", defs);
+  Rng rng = {seed};
+  size_t n = (size_t)tokens * stride;
+  HBuf dg = hbuf_new("f32", n, "dg"), du = hbuf_new("f32", n, "du"), dh = hbuf_new("f32", n, "dh");
+  HBuf g = hbuf_new("f32", n, "g"), u = hbuf_new("f32", n, "u");
+  hbuf_fill_uniform(&dh, &rng, -1, 1), hbuf_fill_uniform(&g, &rng, -6, 6), hbuf_fill_uniform(&u, &rng, -2, 2);
+  hbuf_poison(&dg), hbuf_poison(&du);
+  tc_arg args[7] = {{.p = dg.data}, {.p = du.data}, {.p = dh.data}, {.p = g.data}, {.p = u.data}, {.i = stride}, {.i = d_ff}};
+  const HBuf *bufs[] = {&dg, &du, &dh, &g, &u};
+  harness_run(c, (int64_t[3]){cdiv_i(d_ff, 1024), tokens, 1}, args, 7, bufs, 5);
+  double *want_g = malloc(sizeof(double) * n), *want_u = malloc(sizeof(double) * n);
+  double fd_err = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = hbuf_get(&g, i), up = hbuf_get(&u, i), d = hbuf_get(&dh, i);
+    want_g[i] = d * up * gate_ref_deriv(x, act);
+    want_u[i] = d * gate_ref(x, act);
+    /* the derivative itself against a central difference of the forward */
+    const double step = 1e-5;
+    double fd = (gate_ref(x + step, act) - gate_ref(x - step, act)) / (2 * step);
+    fd_err = fmax(fd_err, fabs(fd - gate_ref_deriv(x, act)));
+  }
+  /* the padding past d_ff in each row is never written */
+  for (int r = 0; r < tokens; r++) cr_assert(isnan(hbuf_get(&dg, (size_t)r * stride + d_ff)), "row %d padding", r);
+  cr_expect_lt(fd_err, 1e-6, "act %d: the reference derivative is off by %g", act, fd_err);
+  double eg = 0, eu = 0, rg = 0, ru = 0;
+  for (int r = 0; r < tokens; r++)
+    for (int j = 0; j < d_ff; j++) {
+      size_t i = (size_t)r * stride + j;
+      eg = fmax(eg, fabs(hbuf_get(&dg, i) - want_g[i])), rg = fmax(rg, fabs(want_g[i]));
+      eu = fmax(eu, fabs(hbuf_get(&du, i) - want_u[i])), ru = fmax(ru, fabs(want_u[i]));
+    }
+  cr_expect_lt(eg / rg, F32_TOL, "act %d: dg rel error %g", act, eg / rg);
+  cr_expect_lt(eu / ru, F32_TOL, "act %d: du rel error %g", act, eu / ru);
+  free(want_g), free(want_u);
+  hbuf_free(&dg), hbuf_free(&du), hbuf_free(&dh), hbuf_free(&g), hbuf_free(&u);
+  tc_free(c);
+}
+
+Test(mlp, act_backward_each_activation) {
+  for (int act = 0; act <= 2; act++) check_act_backward(act, 96 + (uint64_t)act);
+}
