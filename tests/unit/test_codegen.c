@@ -146,24 +146,33 @@ Test(codegen, attention_backward_assembles_without_spills_or_wgmma_notes) {
       }
 }
 
-/* lang/std/mlp.tile: each kernel and activation, no spills, no wgmma notes. */
-Test(codegen, mlp_kernels_assemble_without_spills_or_wgmma_notes) {
+/* lang/std/mlp.tile and moe.tile: each kernel and variant, no spills, no
+ * wgmma notes. */
+Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
   if (!have_ptxas()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
   static const struct {
-    const char *kernel;
-    const char *defines[3];
-  } mlp[] = {{"mlp_gate_up", {"ACT", "0", NULL}},      {"mlp_gate_up", {"ACT", "1", NULL}},
-             {"mlp_gate_up", {"ACT", "2", NULL}},      {"mlp_down", {"RESIDUAL", "true", NULL}},
-             {"mlp_down", {"RESIDUAL", "false", NULL}}, {"mlp_act_backward", {"ACT", "1", NULL}}};
-  for (size_t i = 0; i < sizeof mlp / sizeof mlp[0]; i++) {
-    tc_compilation *c = harness_compile("lang/std/mlp.tile", mlp[i].kernel, mlp[i].defines);
+    const char *path, *kernel;
+    const char *defines[5];
+  } ks[] = {{"lang/std/mlp.tile", "mlp_gate_up", {"ACT", "0", NULL}},
+            {"lang/std/mlp.tile", "mlp_gate_up", {"ACT", "1", NULL}},
+            {"lang/std/mlp.tile", "mlp_gate_up", {"ACT", "2", NULL}},
+            {"lang/std/mlp.tile", "mlp_down", {"RESIDUAL", "true", NULL}},
+            {"lang/std/mlp.tile", "mlp_down", {"RESIDUAL", "false", NULL}},
+            {"lang/std/mlp.tile", "mlp_act_backward", {"ACT", "1", NULL}},
+            {"lang/std/moe.tile", "moe_route", {"TOP_K", "8", NULL}},
+            {"lang/std/moe.tile", "moe_route", {"EXPERTS", "8", "TOP_K", "2", NULL}},
+            {"lang/std/moe.tile", "moe_count", {NULL}},
+            {"lang/std/moe.tile", "moe_offsets", {NULL}},
+            {"lang/std/moe.tile", "moe_scatter", {"TOP_K", "8", NULL}}};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    tc_compilation *c = harness_compile(ks[i].path, ks[i].kernel, ks[i].defines);
     tc_codegen_options o = {.linker = TC_LINKER_PTXAS};
-    cr_assert(tc_generate(c, &o), "%s: %s", mlp[i].kernel, tc_diagnostics(c));
+    cr_assert(tc_generate(c, &o), "%s: %s", ks[i].kernel, tc_diagnostics(c));
     tc_kernel_stats s;
     cr_assert(tc_kernel_get_stats(c, 0, &s));
-    cr_expect(s.spill_store_bytes == 0 && s.spill_load_bytes == 0, "%s %s=%s: %d/%d bytes of spills", mlp[i].kernel,
-              mlp[i].defines[0], mlp[i].defines[1], s.spill_store_bytes, s.spill_load_bytes);
-    cr_expect_eq(s.wgmma_notes, 0, "%s: %d wgmma notes", mlp[i].kernel, s.wgmma_notes);
+    cr_expect(s.spill_store_bytes == 0 && s.spill_load_bytes == 0, "%s (variant %zu): %d/%d bytes of spills",
+              ks[i].kernel, i, s.spill_store_bytes, s.spill_load_bytes);
+    cr_expect_eq(s.wgmma_notes, 0, "%s: %d wgmma notes", ks[i].kernel, s.wgmma_notes);
     tc_free(c);
   }
 }

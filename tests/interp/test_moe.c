@@ -1,0 +1,152 @@
+/* test_moe.c - lang/std/moe.tile in the interpreter: the routing against a
+ * float64 reference (the chosen experts exactly, on inputs without ties
+ * and on rows of equal logits, where the lower indices win), and the
+ * permutation (counts, offsets, the pair -> row map and its inverse) by
+ * the properties the GPU must also meet: every row taken exactly once,
+ * inside its expert's segment. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define F32_TOL 1e-6
+#define MOE_MAX_EXPERTS 128
+#define MOE_MAX_K 8
+
+static int64_t cdiv_i(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+typedef struct Route {
+  int tokens, experts, tiles_experts, top_k, score;
+  bool renorm, ties; /* ties: every fifth token's logits all equal */
+} Route;
+
+static void route_defs(const Route *r, char (*buf)[16], const char **defs) {
+  snprintf(buf[0], 16, "%d", r->tiles_experts), snprintf(buf[1], 16, "%d", r->top_k), snprintf(buf[2], 16, "%d", r->score);
+  const char *d[] = {"EXPERTS", buf[0], "TOP_K", buf[1], "SCORE", buf[2], "RENORM", r->renorm ? "true" : "false", NULL};
+  for (int i = 0; i < 9; i++) defs[i] = d[i];
+}
+
+/* Runs moe_route; fills ids and weights (tokens * top_k). */
+static void run_route(const Route *r, HBuf *logits, HBuf *ids, HBuf *weights) {
+  char buf[3][16];
+  const char *defs[9];
+  route_defs(r, buf, defs);
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_route", defs);
+  hbuf_poison(ids), hbuf_poison(weights);
+  tc_arg args[6] = {{.p = ids->data}, {.p = weights->data}, {.p = logits->data}, {.i = r->tokens}, {.i = r->experts},
+                    {.i = r->experts}};
+  const HBuf *bufs[] = {ids, weights, logits};
+  int64_t bt = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
+  harness_run(c, (int64_t[3]){cdiv_i(r->tokens, bt), 1, 1}, args, 6, bufs, 3);
+  tc_free(c);
+}
+
+static void check_route(Route r, uint64_t seed) {
+  Rng rng = {seed};
+  HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
+  HBuf ids = hbuf_new("i32", (size_t)r.tokens * r.top_k, "ids"), w = hbuf_new("f32", (size_t)r.tokens * r.top_k, "weights");
+  hbuf_fill_uniform(&logits, &rng, -4, 4);
+  if (r.ties)
+    for (int t = 0; t < r.tokens; t += 5)
+      for (int e = 0; e < r.experts; e++) hbuf_set(&logits, (size_t)t * r.experts + e, 0.5);
+  run_route(&r, &logits, &ids, &w);
+  for (int t = 0; t < r.tokens; t++) {
+    double p[MOE_MAX_EXPERTS], m = -INFINITY, s = 0;
+    bool taken[MOE_MAX_EXPERTS] = {false};
+    for (int e = 0; e < r.experts; e++) m = fmax(m, hbuf_get(&logits, (size_t)t * r.experts + e));
+    for (int e = 0; e < r.experts; e++) {
+      double x = hbuf_get(&logits, (size_t)t * r.experts + e);
+      p[e] = r.score == 0 ? exp(x - m) : 1 / (1 + exp(-x));
+      s += p[e];
+    }
+    if (r.score == 0)
+      for (int e = 0; e < r.experts; e++) p[e] /= s;
+    int want[MOE_MAX_K];
+    double total = 0;
+    for (int kk = 0; kk < r.top_k; kk++) {
+      int best = -1;
+      for (int e = 0; e < r.experts; e++)
+        if (!taken[e] && (best < 0 || p[e] > p[best])) best = e; /* strict: the lower index keeps a tie */
+      taken[best] = true, want[kk] = best, total += p[best];
+    }
+    for (int kk = 0; kk < r.top_k; kk++) {
+      size_t i = (size_t)t * r.top_k + kk;
+      cr_expect_eq((int)hbuf_get(&ids, i), want[kk], "token %d choice %d: expert %d, want %d", t, kk,
+                   (int)hbuf_get(&ids, i), want[kk]);
+      double wt = p[want[kk]] / (r.renorm ? total : 1);
+      cr_expect(fabs(hbuf_get(&w, i) - wt) <= F32_TOL * fmax(1, wt), "token %d choice %d: weight %g, want %g", t, kk,
+                hbuf_get(&w, i), wt);
+    }
+  }
+  hbuf_free(&logits), hbuf_free(&ids), hbuf_free(&w);
+}
+
+Test(moe, route_softmax_top2_of_6) { check_route((Route){77, 6, 8, 2, 0, true, false}, 101); }
+Test(moe, route_sigmoid_top8_of_128_no_renorm) { check_route((Route){40, 128, 128, 8, 1, false, false}, 102); }
+Test(moe, route_ties_go_to_the_lower_experts) { check_route((Route){33, 8, 8, 2, 0, true, true}, 103); }
+Test(moe, route_top1) { check_route((Route){300, 16, 16, 1, 0, true, true}, 104); }
+
+/* count, offsets, scatter on the routing of `r` */
+static void check_permutation(Route r, uint64_t seed) {
+  Rng rng = {seed};
+  size_t pairs = (size_t)r.tokens * r.top_k;
+  HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
+  HBuf ids = hbuf_new("i32", pairs, "ids"), w = hbuf_new("f32", pairs, "weights");
+  hbuf_fill_uniform(&logits, &rng, -4, 4);
+  run_route(&r, &logits, &ids, &w);
+  char kbuf[16], ebuf[16];
+  snprintf(kbuf, sizeof kbuf, "%d", r.top_k), snprintf(ebuf, sizeof ebuf, "%d", r.tiles_experts);
+  const char *kdefs[] = {"TOP_K", kbuf, NULL}, *edefs[] = {"EXPERTS", ebuf, NULL};
+  HBuf counts = hbuf_new("i32", (size_t)r.experts, "counts"), offsets = hbuf_new("i32", (size_t)r.experts + 1, "offsets");
+  HBuf cursors = hbuf_new("i32", (size_t)r.experts, "cursors");
+  HBuf row_of = hbuf_new("i32", pairs, "row_of"), token_of = hbuf_new("i32", pairs, "token_of");
+  for (int e = 0; e < r.experts; e++) hbuf_set(&counts, e, 0);
+  hbuf_poison(&offsets), hbuf_poison(&cursors), hbuf_poison(&row_of), hbuf_poison(&token_of);
+
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_count", kdefs);
+  int64_t bt = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
+  tc_arg ca[3] = {{.p = counts.data}, {.p = ids.data}, {.i = r.tokens}};
+  const HBuf *cb[] = {&counts, &ids};
+  harness_run(c, (int64_t[3]){cdiv_i(r.tokens, bt), 1, 1}, ca, 3, cb, 2);
+  tc_free(c);
+  c = harness_compile("lang/std/moe.tile", "moe_offsets", edefs);
+  tc_arg oa[4] = {{.p = offsets.data}, {.p = cursors.data}, {.p = counts.data}, {.i = r.experts}};
+  const HBuf *ob[] = {&offsets, &cursors, &counts};
+  harness_run(c, (int64_t[3]){1, 1, 1}, oa, 4, ob, 3);
+  tc_free(c);
+  c = harness_compile("lang/std/moe.tile", "moe_scatter", kdefs);
+  tc_arg sa[5] = {{.p = row_of.data}, {.p = token_of.data}, {.p = cursors.data}, {.p = ids.data}, {.i = r.tokens}};
+  const HBuf *sb[] = {&row_of, &token_of, &cursors, &ids};
+  harness_run(c, (int64_t[3]){cdiv_i(r.tokens, bt), 1, 1}, sa, 5, sb, 4);
+  tc_free(c);
+
+  int want[MOE_MAX_EXPERTS + 1] = {0};
+  for (size_t i = 0; i < pairs; i++) want[(int)hbuf_get(&ids, i) + 1]++;
+  for (int e = 0; e < r.experts; e++) {
+    cr_expect_eq((int)hbuf_get(&counts, e), want[e + 1], "count of expert %d", e);
+    want[e + 1] += want[e];
+  }
+  for (int e = 0; e <= r.experts; e++) cr_expect_eq((int)hbuf_get(&offsets, e), want[e], "offset of expert %d", e);
+  bool *seen = calloc(pairs, 1);
+  for (size_t i = 0; i < pairs; i++) {
+    int e = (int)hbuf_get(&ids, i), row = (int)hbuf_get(&row_of, i);
+    cr_assert(row >= want[e] && row < want[e + 1], "pair %zu (expert %d) got row %d outside [%d, %d)", i, e, row,
+              want[e], want[e + 1]);
+    cr_expect(!seen[row], "row %d taken twice", row);
+    seen[row] = true;
+    cr_expect_eq((int)hbuf_get(&token_of, row), (int)(i / r.top_k), "token_of[%d]", row);
+  }
+  for (int e = 0; e < r.experts; e++) cr_expect_eq((int)hbuf_get(&cursors, e), want[e + 1], "cursor %d at its end", e);
+  free(seen);
+  HBuf *all[] = {&logits, &ids, &w, &counts, &offsets, &cursors, &row_of, &token_of};
+  for (int i = 0; i < 8; i++) hbuf_free(all[i]);
+}
+
+Test(moe, permutation_top2_of_8) { check_permutation((Route){1000, 8, 8, 2, 0, true, false}, 105); }
+Test(moe, permutation_top8_of_128) { check_permutation((Route){97, 128, 128, 8, 1, true, false}, 106); }
+/* one token: most experts get none */
+Test(moe, permutation_one_token) { check_permutation((Route){1, 128, 128, 8, 0, true, false}, 107); }
