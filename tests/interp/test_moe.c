@@ -12,6 +12,7 @@
 #include "harness.h"
 
 #define F32_TOL 1e-6
+#define BF16_TOL 1e-2
 #define MOE_MAX_EXPERTS 128
 #define MOE_MAX_K 8
 
@@ -89,6 +90,47 @@ Test(moe, route_sigmoid_top8_of_128_no_renorm) { check_route((Route){40, 128, 12
 Test(moe, route_ties_go_to_the_lower_experts) { check_route((Route){33, 8, 8, 2, 0, true, true}, 103); }
 Test(moe, route_top1) { check_route((Route){300, 16, 16, 1, 0, true, true}, 104); }
 
+/* The routing's permutation: counts, offsets (experts + 1) and the maps. */
+typedef struct Perm {
+  HBuf counts, offsets, cursors, row_of, token_of;
+} Perm;
+
+static Perm run_permutation(const Route *r, HBuf *ids) {
+  size_t pairs = (size_t)r->tokens * r->top_k;
+  char kbuf[16], ebuf[16];
+  snprintf(kbuf, sizeof kbuf, "%d", r->top_k), snprintf(ebuf, sizeof ebuf, "%d", r->tiles_experts);
+  const char *kdefs[] = {"TOP_K", kbuf, NULL}, *edefs[] = {"EXPERTS", ebuf, NULL};
+  Perm pm = {hbuf_new("i32", (size_t)r->experts, "counts"), hbuf_new("i32", (size_t)r->experts + 1, "offsets"),
+             hbuf_new("i32", (size_t)r->experts, "cursors"), hbuf_new("i32", pairs, "row_of"),
+             hbuf_new("i32", pairs, "token_of")};
+  for (int e = 0; e < r->experts; e++) hbuf_set(&pm.counts, e, 0);
+  hbuf_poison(&pm.offsets), hbuf_poison(&pm.cursors), hbuf_poison(&pm.row_of), hbuf_poison(&pm.token_of);
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_count", kdefs);
+  int64_t bt = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
+  tc_arg ca[3] = {{.p = pm.counts.data}, {.p = ids->data}, {.i = r->tokens}};
+  const HBuf *cb[] = {&pm.counts, ids};
+  harness_run(c, (int64_t[3]){cdiv_i(r->tokens, bt), 1, 1}, ca, 3, cb, 2);
+  tc_free(c);
+  c = harness_compile("lang/std/moe.tile", "moe_offsets", edefs);
+  tc_arg oa[4] = {{.p = pm.offsets.data}, {.p = pm.cursors.data}, {.p = pm.counts.data}, {.i = r->experts}};
+  const HBuf *ob[] = {&pm.offsets, &pm.cursors, &pm.counts};
+  harness_run(c, (int64_t[3]){1, 1, 1}, oa, 4, ob, 3);
+  tc_free(c);
+  c = harness_compile("lang/std/moe.tile", "moe_scatter", kdefs);
+  tc_arg sa[5] = {{.p = pm.row_of.data}, {.p = pm.token_of.data}, {.p = pm.cursors.data}, {.p = ids->data},
+                  {.i = r->tokens}};
+  const HBuf *sb[] = {&pm.row_of, &pm.token_of, &pm.cursors, ids};
+  harness_run(c, (int64_t[3]){cdiv_i(r->tokens, bt), 1, 1}, sa, 5, sb, 4);
+  tc_free(c);
+  return pm;
+}
+
+static void perm_free(Perm *pm) {
+  hbuf_free(&pm->counts), hbuf_free(&pm->offsets), hbuf_free(&pm->cursors), hbuf_free(&pm->row_of),
+      hbuf_free(&pm->token_of);
+}
+
 /* count, offsets, scatter on the routing of `r` */
 static void check_permutation(Route r, uint64_t seed) {
   Rng rng = {seed};
@@ -97,56 +139,80 @@ static void check_permutation(Route r, uint64_t seed) {
   HBuf ids = hbuf_new("i32", pairs, "ids"), w = hbuf_new("f32", pairs, "weights");
   hbuf_fill_uniform(&logits, &rng, -4, 4);
   run_route(&r, &logits, &ids, &w);
-  char kbuf[16], ebuf[16];
-  snprintf(kbuf, sizeof kbuf, "%d", r.top_k), snprintf(ebuf, sizeof ebuf, "%d", r.tiles_experts);
-  const char *kdefs[] = {"TOP_K", kbuf, NULL}, *edefs[] = {"EXPERTS", ebuf, NULL};
-  HBuf counts = hbuf_new("i32", (size_t)r.experts, "counts"), offsets = hbuf_new("i32", (size_t)r.experts + 1, "offsets");
-  HBuf cursors = hbuf_new("i32", (size_t)r.experts, "cursors");
-  HBuf row_of = hbuf_new("i32", pairs, "row_of"), token_of = hbuf_new("i32", pairs, "token_of");
-  for (int e = 0; e < r.experts; e++) hbuf_set(&counts, e, 0);
-  hbuf_poison(&offsets), hbuf_poison(&cursors), hbuf_poison(&row_of), hbuf_poison(&token_of);
-
-  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_count", kdefs);
-  int64_t bt = 0;
-  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
-  tc_arg ca[3] = {{.p = counts.data}, {.p = ids.data}, {.i = r.tokens}};
-  const HBuf *cb[] = {&counts, &ids};
-  harness_run(c, (int64_t[3]){cdiv_i(r.tokens, bt), 1, 1}, ca, 3, cb, 2);
-  tc_free(c);
-  c = harness_compile("lang/std/moe.tile", "moe_offsets", edefs);
-  tc_arg oa[4] = {{.p = offsets.data}, {.p = cursors.data}, {.p = counts.data}, {.i = r.experts}};
-  const HBuf *ob[] = {&offsets, &cursors, &counts};
-  harness_run(c, (int64_t[3]){1, 1, 1}, oa, 4, ob, 3);
-  tc_free(c);
-  c = harness_compile("lang/std/moe.tile", "moe_scatter", kdefs);
-  tc_arg sa[5] = {{.p = row_of.data}, {.p = token_of.data}, {.p = cursors.data}, {.p = ids.data}, {.i = r.tokens}};
-  const HBuf *sb[] = {&row_of, &token_of, &cursors, &ids};
-  harness_run(c, (int64_t[3]){cdiv_i(r.tokens, bt), 1, 1}, sa, 5, sb, 4);
-  tc_free(c);
-
+  Perm pm = run_permutation(&r, &ids);
   int want[MOE_MAX_EXPERTS + 1] = {0};
   for (size_t i = 0; i < pairs; i++) want[(int)hbuf_get(&ids, i) + 1]++;
   for (int e = 0; e < r.experts; e++) {
-    cr_expect_eq((int)hbuf_get(&counts, e), want[e + 1], "count of expert %d", e);
+    cr_expect_eq((int)hbuf_get(&pm.counts, e), want[e + 1], "count of expert %d", e);
     want[e + 1] += want[e];
   }
-  for (int e = 0; e <= r.experts; e++) cr_expect_eq((int)hbuf_get(&offsets, e), want[e], "offset of expert %d", e);
+  for (int e = 0; e <= r.experts; e++) cr_expect_eq((int)hbuf_get(&pm.offsets, e), want[e], "offset of expert %d", e);
   bool *seen = calloc(pairs, 1);
   for (size_t i = 0; i < pairs; i++) {
-    int e = (int)hbuf_get(&ids, i), row = (int)hbuf_get(&row_of, i);
+    int e = (int)hbuf_get(&ids, i), row = (int)hbuf_get(&pm.row_of, i);
     cr_assert(row >= want[e] && row < want[e + 1], "pair %zu (expert %d) got row %d outside [%d, %d)", i, e, row,
               want[e], want[e + 1]);
     cr_expect(!seen[row], "row %d taken twice", row);
     seen[row] = true;
-    cr_expect_eq((int)hbuf_get(&token_of, row), (int)(i / r.top_k), "token_of[%d]", row);
+    cr_expect_eq((int)hbuf_get(&pm.token_of, row), (int)(i / r.top_k), "token_of[%d]", row);
   }
-  for (int e = 0; e < r.experts; e++) cr_expect_eq((int)hbuf_get(&cursors, e), want[e + 1], "cursor %d at its end", e);
+  for (int e = 0; e < r.experts; e++) cr_expect_eq((int)hbuf_get(&pm.cursors, e), want[e + 1], "cursor %d at its end", e);
   free(seen);
-  HBuf *all[] = {&logits, &ids, &w, &counts, &offsets, &cursors, &row_of, &token_of};
-  for (int i = 0; i < 8; i++) hbuf_free(all[i]);
+  perm_free(&pm);
+  hbuf_free(&logits), hbuf_free(&ids), hbuf_free(&w);
 }
 
 Test(moe, permutation_top2_of_8) { check_permutation((Route){1000, 8, 8, 2, 0, true, false}, 105); }
 Test(moe, permutation_top8_of_128) { check_permutation((Route){97, 128, 128, 8, 1, true, false}, 106); }
 /* one token: most experts get none */
 Test(moe, permutation_one_token) { check_permutation((Route){1, 128, 128, 8, 0, true, false}, 107); }
+
+/* The grouped GEMM: out[r] = x[token_of[r]] @ w[expert of r], experts 3
+ * and 6 chosen by no token (no tiles), rows gathered or pre-permuted. */
+static void check_grouped_gemm(bool gather, uint64_t seed) {
+  Route r = {100, 8, 8, 2, 0, true, false};
+  const int k = 72, n = 136;
+  Rng rng = {seed};
+  size_t pairs = (size_t)r.tokens * r.top_k;
+  HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
+  HBuf ids = hbuf_new("i32", pairs, "ids"), wts = hbuf_new("f32", pairs, "weights");
+  hbuf_fill_uniform(&logits, &rng, -4, 4);
+  for (int t = 0; t < r.tokens; t++) hbuf_set(&logits, (size_t)t * 8 + 3, -100), hbuf_set(&logits, (size_t)t * 8 + 6, -100);
+  run_route(&r, &logits, &ids, &wts);
+  Perm pm = run_permutation(&r, &ids);
+  HBuf x = hbuf_new("bf16", (size_t)r.tokens * k, "x"), w = hbuf_new("bf16", (size_t)8 * k * n, "w");
+  HBuf xp = hbuf_new("bf16", pairs * k, "x_permuted"), out = hbuf_new("bf16", pairs * n, "out");
+  hbuf_fill_uniform(&x, &rng, -1, 1), hbuf_fill_uniform(&w, &rng, -0.3, 0.3);
+  for (size_t row = 0; row < pairs; row++)
+    for (int t = 0; t < k; t++) hbuf_set(&xp, row * k + t, hbuf_get(&x, (size_t)hbuf_get(&pm.token_of, row) * k + t));
+  hbuf_poison(&out);
+  const char *defs[] = {"EXPERTS", "8", "GATHER", gather ? "true" : "false", NULL};
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_gemm", defs);
+  const HBuf *src = gather ? &x : &xp;
+  tc_arg args[8] = {{.p = out.data},          {.p = src->data},          {.p = w.data}, {.p = pm.offsets.data},
+                    {.p = pm.token_of.data}, {.i = 8}, {.i = n}, {.i = k}};
+  const HBuf *bufs[] = {&out, src, &w, &pm.offsets, &pm.token_of};
+  harness_run(c, (int64_t[3]){3, 1, 1}, args, 8, bufs, 5);
+  cr_expect_eq((int)hbuf_get(&pm.counts, 3) + (int)hbuf_get(&pm.counts, 6), 0, "experts 3 and 6 have no rows");
+  double *want = malloc(sizeof(double) * out.n);
+  for (size_t row = 0; row < pairs; row++) {
+    int e = 0;
+    while (e + 1 < 8 && hbuf_get(&pm.offsets, e + 1) <= (double)row) e++;
+    size_t tok = (size_t)hbuf_get(&pm.token_of, row);
+    for (int j = 0; j < n; j++) {
+      double acc = 0;
+      for (int t = 0; t < k; t++) acc += hbuf_get(&x, tok * k + t) * hbuf_get(&w, ((size_t)e * k + t) * n + j);
+      want[row * n + j] = acc;
+    }
+  }
+  double err = rel_error(&out, want, out.n);
+  cr_expect_lt(err, BF16_TOL, "grouped gemm (gather %d): rel error %g", gather, err);
+  free(want);
+  tc_free(c);
+  perm_free(&pm);
+  HBuf *all[] = {&logits, &ids, &wts, &x, &w, &xp, &out};
+  for (int i = 0; i < 7; i++) hbuf_free(all[i]);
+}
+
+Test(moe, grouped_gemm_gathering_rows) { check_grouped_gemm(true, 108); }
+Test(moe, grouped_gemm_permuted_rows) { check_grouped_gemm(false, 109); }
