@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "act_ref.h"
 #include "harness.h"
 
 #define F32_TOL 1e-6
@@ -167,9 +168,11 @@ Test(moe, permutation_top8_of_128) { check_permutation((Route){97, 128, 128, 8, 
 /* one token: most experts get none */
 Test(moe, permutation_one_token) { check_permutation((Route){1, 128, 128, 8, 0, true, false}, 107); }
 
-/* The grouped GEMM: out[r] = x[token_of[r]] @ w[expert of r], experts 3
- * and 6 chosen by no token (no tiles), rows gathered or pre-permuted. */
-static void check_grouped_gemm(bool gather, uint64_t seed) {
+/* The grouped GEMM: out[r] = x[token_of[r]] @ w[expert of r] (or, gated,
+ * act(x @ w[e]) * (x @ w_up[e])), experts 3 and 6 chosen by no token (no
+ * tiles), rows gathered or pre-permuted; then the combine of each token's
+ * two rows with its routing weights. */
+static void check_grouped_gemm(bool gather, bool gated, int act, uint64_t seed) {
   Route r = {100, 8, 8, 2, 0, true, false};
   const int k = 72, n = 136;
   Rng rng = {seed};
@@ -181,18 +184,24 @@ static void check_grouped_gemm(bool gather, uint64_t seed) {
   run_route(&r, &logits, &ids, &wts);
   Perm pm = run_permutation(&r, &ids);
   HBuf x = hbuf_new("bf16", (size_t)r.tokens * k, "x"), w = hbuf_new("bf16", (size_t)8 * k * n, "w");
+  HBuf wu = hbuf_new("bf16", (size_t)8 * k * n, "w_up");
   HBuf xp = hbuf_new("bf16", pairs * k, "x_permuted"), out = hbuf_new("bf16", pairs * n, "out");
-  hbuf_fill_uniform(&x, &rng, -1, 1), hbuf_fill_uniform(&w, &rng, -0.3, 0.3);
+  HBuf y = hbuf_new("f32", (size_t)r.tokens * n, "y");
+  hbuf_fill_uniform(&x, &rng, -1, 1), hbuf_fill_uniform(&w, &rng, -0.3, 0.3), hbuf_fill_uniform(&wu, &rng, -0.3, 0.3);
   for (size_t row = 0; row < pairs; row++)
     for (int t = 0; t < k; t++) hbuf_set(&xp, row * k + t, hbuf_get(&x, (size_t)hbuf_get(&pm.token_of, row) * k + t));
-  hbuf_poison(&out);
-  const char *defs[] = {"EXPERTS", "8", "GATHER", gather ? "true" : "false", NULL};
+  hbuf_poison(&out), hbuf_poison(&y);
+  char a[4];
+  snprintf(a, sizeof a, "%d", act);
+  const char *defs[] = {"EXPERTS", "8", "GATHER", gather ? "true" : "false", "GATED", gated ? "true" : "false",
+                        "ACT", a, NULL};
   tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_gemm", defs);
   const HBuf *src = gather ? &x : &xp;
-  tc_arg args[8] = {{.p = out.data},          {.p = src->data},          {.p = w.data}, {.p = pm.offsets.data},
-                    {.p = pm.token_of.data}, {.i = 8}, {.i = n}, {.i = k}};
-  const HBuf *bufs[] = {&out, src, &w, &pm.offsets, &pm.token_of};
-  harness_run(c, (int64_t[3]){3, 1, 1}, args, 8, bufs, 5);
+  tc_arg args[9] = {{.p = out.data}, {.p = src->data}, {.p = w.data}, {.p = wu.data}, {.p = pm.offsets.data},
+                     {.p = pm.token_of.data}, {.i = 8}, {.i = n}, {.i = k}};
+  const HBuf *bufs[] = {&out, src, &w, &wu, &pm.offsets, &pm.token_of};
+  harness_run(c, (int64_t[3]){3, 1, 1}, args, 9, bufs, 6);
+  tc_free(c);
   cr_expect_eq((int)hbuf_get(&pm.counts, 3) + (int)hbuf_get(&pm.counts, 6), 0, "experts 3 and 6 have no rows");
   double *want = malloc(sizeof(double) * out.n);
   for (size_t row = 0; row < pairs; row++) {
@@ -200,19 +209,39 @@ static void check_grouped_gemm(bool gather, uint64_t seed) {
     while (e + 1 < 8 && hbuf_get(&pm.offsets, e + 1) <= (double)row) e++;
     size_t tok = (size_t)hbuf_get(&pm.token_of, row);
     for (int j = 0; j < n; j++) {
-      double acc = 0;
-      for (int t = 0; t < k; t++) acc += hbuf_get(&x, tok * k + t) * hbuf_get(&w, ((size_t)e * k + t) * n + j);
-      want[row * n + j] = acc;
+      double g = 0, u = 0;
+      for (int t = 0; t < k; t++) {
+        g += hbuf_get(&x, tok * k + t) * hbuf_get(&w, ((size_t)e * k + t) * n + j);
+        u += hbuf_get(&x, tok * k + t) * hbuf_get(&wu, ((size_t)e * k + t) * n + j);
+      }
+      want[row * n + j] = gated ? act_ref(g, act == 0 ? 4 : act == 1 ? 2 : 3) * u : g;
     }
   }
   double err = rel_error(&out, want, out.n);
-  cr_expect_lt(err, BF16_TOL, "grouped gemm (gather %d): rel error %g", gather, err);
-  free(want);
+  cr_expect_lt(err, BF16_TOL, "grouped gemm (gather %d gated %d act %d): rel error %g", gather, gated, act, err);
+  /* the combine, on the kernel's out */
+  c = harness_compile("lang/std/moe.tile", "moe_combine", (const char *const[]){"T", "f32", NULL});
+  HBuf out32 = hbuf_new("f32", out.n, "out");
+  for (size_t i = 0; i < out.n; i++) hbuf_set(&out32, i, hbuf_get(&out, i));
+  tc_arg ca[6] = {{.p = y.data}, {.p = out32.data}, {.p = wts.data}, {.p = pm.row_of.data}, {.i = r.tokens}, {.i = n}};
+  const HBuf *cb[] = {&y, &out32, &wts, &pm.row_of};
+  harness_run(c, (int64_t[3]){cdiv_i(r.tokens, 16), cdiv_i(n, 256), 1}, ca, 6, cb, 4);
   tc_free(c);
+  double *want_y = calloc((size_t)r.tokens * n, sizeof(double));
+  for (int t = 0; t < r.tokens; t++)
+    for (int kk = 0; kk < r.top_k; kk++) {
+      size_t pair = (size_t)t * r.top_k + kk, row = (size_t)hbuf_get(&pm.row_of, pair);
+      for (int j = 0; j < n; j++) want_y[(size_t)t * n + j] += hbuf_get(&wts, pair) * hbuf_get(&out32, row * n + j);
+    }
+  double ey = rel_error(&y, want_y, y.n);
+  cr_expect_lt(ey, F32_TOL, "combine: rel error %g", ey);
+  free(want), free(want_y);
   perm_free(&pm);
-  HBuf *all[] = {&logits, &ids, &wts, &x, &w, &xp, &out};
-  for (int i = 0; i < 7; i++) hbuf_free(all[i]);
+  HBuf *all[] = {&logits, &ids, &wts, &x, &w, &wu, &xp, &out, &y, &out32};
+  for (int i = 0; i < 10; i++) hbuf_free(all[i]);
 }
 
-Test(moe, grouped_gemm_gathering_rows) { check_grouped_gemm(true, 108); }
-Test(moe, grouped_gemm_permuted_rows) { check_grouped_gemm(false, 109); }
+Test(moe, grouped_gemm_gathering_rows) { check_grouped_gemm(true, false, 0, 108); }
+Test(moe, grouped_gemm_permuted_rows) { check_grouped_gemm(false, false, 0, 109); }
+Test(moe, grouped_gemm_gated_swiglu) { check_grouped_gemm(true, true, 0, 110); }
+Test(moe, grouped_gemm_gated_geglu_tanh) { check_grouped_gemm(true, true, 2, 111); }

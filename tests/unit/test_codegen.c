@@ -165,7 +165,9 @@ Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
             {"lang/std/moe.tile", "moe_offsets", {NULL}},
             {"lang/std/moe.tile", "moe_scatter", {"TOP_K", "8", NULL}},
             {"lang/std/moe.tile", "moe_gemm", {NULL}},
-            {"lang/std/moe.tile", "moe_gemm", {"GATHER", "false", "EXPERTS", "8", NULL}}};
+            {"lang/std/moe.tile", "moe_gemm", {"GATHER", "false", "EXPERTS", "8", NULL}},
+            {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "1", NULL}},
+            {"lang/std/moe.tile", "moe_combine", {"TOP_K", "8", NULL}}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     tc_compilation *c = harness_compile(ks[i].path, ks[i].kernel, ks[i].defines);
     tc_codegen_options o = {.linker = TC_LINKER_PTXAS};
