@@ -1,0 +1,217 @@
+/* gpu_mlp.c - the GPU suite's cases for lang/std/mlp.tile and moe.tile:
+ * the fused gate/up projection (each activation), the down projection with
+ * its residual, and a whole MoE layer's dispatch (routing, counts,
+ * offsets, the row maps, the gated grouped GEMM, the second grouped GEMM
+ * and the combine, in one stream with no host round trip), against
+ * float64 on the same rounded inputs, outputs poisoned first, at token
+ * counts that are not multiples of the blocks and with experts that no
+ * token chooses. The persistent kernels run on as many programs as SMs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "act_ref.h"
+#include "gpu_common.h"
+
+#define MLP_TOL 1e-2
+#define MLP_FILE "lang/std/mlp.tile"
+#define MOE_FILE "lang/std/moe.tile"
+
+/* max |got - want| / max |want|; NaN: infinity. */
+static double rel_err(const DBuf *b, const double *want, size_t n) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = dbuf_get(b, i);
+    if (isnan(x)) return INFINITY;
+    e = fmax(e, fabs(x - want[i])), r = fmax(r, fabs(want[i]));
+  }
+  return r > 0 ? e / r : e;
+}
+
+static tile_tensor matrix(const DBuf *b, int64_t rows, int64_t cols) {
+  return (tile_tensor){b->dev, 2, {rows, cols}, {cols, 1}};
+}
+
+static bool alloc_all(Gpu *g, DBuf *b, const char *const *names, const char *const *types, const size_t *sizes,
+                      int n, Rng *rng, const double *range) {
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    ok = dbuf_alloc(g, &b[i], names[i], types[i], sizes[i]);
+    if (!ok) break;
+    if (range[i] > 0) dbuf_fill(&b[i], rng, -range[i], range[i]);
+    else dbuf_poison(&b[i]);
+    ok = dbuf_upload(g, &b[i]);
+  }
+  return ok;
+}
+
+static bool launch(Gpu *g, const Variant *v, uint32_t gx, uint32_t gy, const tile_arg *a, int n) {
+  uint32_t grid[3] = {gx, gy, 1};
+  if (tile_launch(v->kernel, grid, NULL, a, n) == TILE_OK) return true;
+  printf("  %s: %s\n", tile_kernel_name(v->kernel), tile_last_error());
+  (void)g;
+  return false;
+}
+
+/* h = act(x @ wg) * (x @ wu), then y = h @ wd + residual. */
+static bool run_mlp(Gpu *g, int act, uint64_t seed) {
+  const int tokens = 1000, dm = 264, dff = 520;
+  char a[4];
+  snprintf(a, sizeof a, "%d", act);
+  Variant up, down;
+  memset(&up, 0, sizeof up), memset(&down, 0, sizeof down);
+  bool built = variant_build_kernel(g, MLP_FILE, "mlp_gate_up", (const char *const[]){"ACT", a, NULL}, &up) &&
+               variant_build_kernel(g, MLP_FILE, "mlp_down", NULL, &down);
+  enum { X, WG, WU, H, WD, RES, Y, NB };
+  static const char *const names[NB] = {"x", "w_gate", "w_up", "h", "w_down", "residual", "y"};
+  static const char *const types[NB] = {"bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16"};
+  const size_t sizes[NB] = {(size_t)tokens * dm, (size_t)dm * dff, (size_t)dm * dff, (size_t)tokens * dff,
+                            (size_t)dff * dm,    (size_t)tokens * dm, (size_t)tokens * dm};
+  const double range[NB] = {1, 0.1, 0.1, 0, 0.1, 1, 0};
+  DBuf b[NB];
+  memset(b, 0, sizeof b);
+  Rng rng = {seed};
+  bool ok = built && alloc_all(g, b, names, types, sizes, NB, &rng, range);
+  uint32_t sms = (uint32_t)g->props.sm_count;
+  tile_tensor th = matrix(&b[H], tokens, dff), tx = matrix(&b[X], tokens, dm), tg = matrix(&b[WG], dm, dff);
+  tile_tensor tu = matrix(&b[WU], dm, dff), ty = matrix(&b[Y], tokens, dm), th2 = matrix(&b[H], tokens, dff);
+  tile_tensor td = matrix(&b[WD], dff, dm);
+  tile_arg ua[7] = {tile_arg_tensor(&th), tile_arg_tensor(&tx), tile_arg_tensor(&tg), tile_arg_tensor(&tu),
+                    tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(dff)};
+  tile_arg da[8] = {tile_arg_tensor(&ty),    tile_arg_tensor(&th2), tile_arg_tensor(&td), tile_arg_ptr(b[RES].dev),
+                    tile_arg_i64(dm),        tile_arg_i64(tokens),  tile_arg_i64(dff),    tile_arg_i64(dm)};
+  ok = ok && launch(g, &up, sms, 1, ua, 7) && launch(g, &down, sms, 1, da, 8) && tile_synchronize(g->rt) == TILE_OK;
+  ok = ok && dbuf_download(g, &b[H]) && dbuf_download(g, &b[Y]);
+  if (ok) {
+    double *want_h = malloc(sizeof(double) * sizes[H]), *want_y = malloc(sizeof(double) * sizes[Y]);
+    for (int i = 0; i < tokens; i++)
+      for (int j = 0; j < dff; j++) {
+        double gs = 0, us = 0;
+        for (int t = 0; t < dm; t++) {
+          double xv = dbuf_get(&b[X], (size_t)i * dm + t);
+          gs += xv * dbuf_get(&b[WG], (size_t)t * dff + j), us += xv * dbuf_get(&b[WU], (size_t)t * dff + j);
+        }
+        want_h[(size_t)i * dff + j] = act_ref(gs, act == 0 ? 4 : act == 1 ? 2 : 3) * us;
+      }
+    for (int i = 0; i < tokens; i++) /* the down projection of the kernel's h */
+      for (int j = 0; j < dm; j++) {
+        double s = dbuf_get(&b[RES], (size_t)i * dm + j);
+        for (int t = 0; t < dff; t++) s += dbuf_get(&b[H], (size_t)i * dff + t) * dbuf_get(&b[WD], (size_t)t * dm + j);
+        want_y[(size_t)i * dm + j] = s;
+      }
+    double eh = rel_err(&b[H], want_h, sizes[H]), ey = rel_err(&b[Y], want_y, sizes[Y]);
+    if (!(eh <= MLP_TOL)) printf("  h: relative error %.3g\n", eh);
+    if (!(ey <= MLP_TOL)) printf("  y: relative error %.3g\n", ey);
+    ok = eh <= MLP_TOL && ey <= MLP_TOL;
+    free(want_h), free(want_y);
+  }
+  for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
+  variant_free(&up), variant_free(&down);
+  return ok;
+}
+
+/* A MoE layer: 8 experts (3 and 6 chosen by no token), top-2, tokens 1001:
+ * route, count, offsets, scatter, gated grouped GEMM (SwiGLU), grouped
+ * GEMM, combine; y against float64 from the routing the GPU chose. */
+static bool run_moe(Gpu *g, uint64_t seed) {
+  enum { E = 8, K = 2 };
+  const int tokens = 1001, dm = 136, dff = 264;
+  const size_t pairs = (size_t)tokens * K;
+  const char *const kd[] = {"TOP_K", "2", NULL}, *ed[] = {"EXPERTS", "8", NULL};
+  const char *const rd[] = {"EXPERTS", "8", "TOP_K", "2", NULL};
+  const char *const g1[] = {"EXPERTS", "8", "GATED", "true", NULL};
+  Variant v[7];
+  memset(v, 0, sizeof v);
+  static const char *const kernels[7] = {"moe_route", "moe_count",  "moe_offsets", "moe_scatter",
+                                         "moe_gemm",  "moe_gemm",   "moe_combine"};
+  const char *const *defs[7] = {rd, kd, ed, kd, g1, ed, kd};
+  bool ok = true;
+  for (int i = 0; i < 7 && ok; i++) ok = variant_build_kernel(g, MOE_FILE, kernels[i], defs[i], &v[i]);
+  enum { LOG, IDS, WTS, CNT, OFF, CUR, ROW, TOK, X, W1, W3, W2, HID, OUT, Y, NB };
+  static const char *const names[NB] = {"logits", "ids", "weights", "counts", "offsets", "cursors", "row_of",
+                                        "token_of", "x", "w_gate", "w_up", "w_down", "hidden", "out", "y"};
+  static const char *const types[NB] = {"f32", "i32", "f32", "i32", "i32", "i32", "i32", "i32",
+                                        "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16"};
+  const size_t sizes[NB] = {(size_t)tokens * E, pairs, pairs, E, E + 1, E, pairs, pairs, (size_t)tokens * dm,
+                            (size_t)E * dm * dff, (size_t)E * dm * dff, (size_t)E * dff * dm, pairs * dff,
+                            pairs * dm, (size_t)tokens * dm};
+  const double range[NB] = {4, 0, 0, 0, 0, 0, 0, 0, 1, 0.1, 0.1, 0.1, 0, 0, 0};
+  DBuf b[NB];
+  memset(b, 0, sizeof b);
+  Rng rng = {seed};
+  ok = ok && alloc_all(g, b, names, types, sizes, NB, &rng, range);
+  if (ok) { /* experts 3 and 6 lose every vote; the counts start at 0 */
+    for (int t = 0; t < tokens; t++) dbuf_set(&b[LOG], (size_t)t * E + 3, -100), dbuf_set(&b[LOG], (size_t)t * E + 6, -100);
+    for (int e = 0; e < E; e++) dbuf_set(&b[CNT], e, 0);
+    ok = dbuf_upload(g, &b[LOG]) && dbuf_upload(g, &b[CNT]);
+  }
+#define P(i) tile_arg_ptr(b[i].dev)
+  uint32_t sms = (uint32_t)g->props.sm_count, bt = 256, rt = 32;
+  tile_arg ra[6] = {P(IDS), P(WTS), P(LOG), tile_arg_i64(tokens), tile_arg_i64(E), tile_arg_i64(E)};
+  tile_arg ca[3] = {P(CNT), P(IDS), tile_arg_i64(tokens)};
+  tile_arg oa[4] = {P(OFF), P(CUR), P(CNT), tile_arg_i64(E)};
+  tile_arg sa[5] = {P(ROW), P(TOK), P(CUR), P(IDS), tile_arg_i64(tokens)};
+  tile_arg m1[9] = {P(HID), P(X), P(W1), P(W3), P(OFF), P(TOK), tile_arg_i64(E), tile_arg_i64(dff), tile_arg_i64(dm)};
+  tile_arg m2[9] = {P(OUT), P(HID), P(W2), P(W2), P(OFF), P(TOK), tile_arg_i64(E), tile_arg_i64(dm), tile_arg_i64(dff)};
+  tile_arg cb[6] = {P(Y), P(OUT), P(WTS), P(ROW), tile_arg_i64(tokens), tile_arg_i64(dm)};
+#undef P
+  /* the second GEMM reads the hidden rows in their permuted order: no gather */
+  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 6) && launch(g, &v[1], (tokens + bt - 1) / bt, 1, ca, 3) &&
+       launch(g, &v[2], 1, 1, oa, 4) && launch(g, &v[3], (tokens + bt - 1) / bt, 1, sa, 5) &&
+       launch(g, &v[4], sms, 1, m1, 9);
+  if (ok) { /* the second GEMM: GATHER false (its own build) */
+    variant_free(&v[5]);
+    ok = variant_build_kernel(g, MOE_FILE, "moe_gemm", (const char *const[]){"EXPERTS", "8", "GATHER", "false", NULL},
+                              &v[5]) &&
+         launch(g, &v[5], sms, 1, m2, 9) && launch(g, &v[6], (tokens + 15) / 16, (dm + 255) / 256, cb, 6) &&
+         tile_synchronize(g->rt) == TILE_OK;
+  }
+  for (int i = 0; i < NB && ok; i++) ok = dbuf_download(g, &b[i]);
+  if (ok) {
+    /* the reference from the GPU's routing: y[t] = sum_k w * (act(x W1) * (x W3)) W2 */
+    double *y = calloc(sizes[Y], sizeof(double)), *h = malloc(sizeof(double) * dff);
+    for (int t = 0; t < tokens; t++)
+      for (int kk = 0; kk < K; kk++) {
+        int e = (int)dbuf_get(&b[IDS], (size_t)t * K + kk);
+        ok = ok && e != 3 && e != 6;
+        for (int j = 0; j < dff; j++) {
+          double gs = 0, us = 0;
+          for (int q = 0; q < dm; q++) {
+            double xv = dbuf_get(&b[X], (size_t)t * dm + q);
+            gs += xv * dbuf_get(&b[W1], ((size_t)e * dm + q) * dff + j), us += xv * dbuf_get(&b[W3], ((size_t)e * dm + q) * dff + j);
+          }
+          h[j] = act_ref(gs, 4) * us;
+        }
+        double wt = dbuf_get(&b[WTS], (size_t)t * K + kk);
+        for (int j = 0; j < dm; j++) {
+          double s = 0;
+          for (int q = 0; q < dff; q++) s += h[q] * dbuf_get(&b[W2], ((size_t)e * dff + q) * dm + j);
+          y[(size_t)t * dm + j] += wt * s;
+        }
+      }
+    double e = rel_err(&b[Y], y, sizes[Y]);
+    if (!(e <= MLP_TOL)) printf("  y: relative error %.3g%s\n", e, ok ? "" : " (experts 3 or 6 chosen)");
+    ok = ok && e <= MLP_TOL;
+    free(y), free(h);
+  }
+  for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
+  for (int i = 0; i < 7; i++) variant_free(&v[i]);
+  return ok;
+}
+
+int gpu_mlp_tests(Gpu *g, const char *only) {
+  static const char *const names[] = {"mlp swiglu 1000 tokens 264->520->264", "mlp geglu erf", "mlp geglu tanh",
+                                      "moe layer 1001 tokens 8 experts top-2 (two never chosen)"};
+  int failed = 0;
+  for (int i = 0; i < 4; i++) {
+    if (only && !strstr(names[i], only)) continue;
+    double t0 = now_ms();
+    bool ok = i < 3 ? run_mlp(g, i, 8000 + (uint64_t)i) : run_moe(g, 8100);
+    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);
+    fflush(stdout);
+    if (ok) g->passed++;
+    else g->failed++, failed++;
+  }
+  return failed;
+}
