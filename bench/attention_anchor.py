@@ -15,33 +15,19 @@ backward counts 2.5 times the forward. Runs only on the GPU machine (it
 needs PyTorch with CUDA); the product itself never uses Python.
 """
 import re
-import statistics
 import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
+from anchor_common import median_ms
+
 TOKENS, HIDDEN = 16384, 2048
-WARMUP, REPS = 5, 30
 SHAPES = [(64, 1024, False), (64, 16384, False), (64, 16384, True), (128, 1024, False), (128, 4096, False),
           (128, 16384, False), (128, 16384, True), (256, 16384, False)]
 BACKWARD = [(128, 16384, False), (128, 16384, True)]
 BACKENDS = [("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)]
-
-
-def median_ms(fn):
-    for _ in range(WARMUP):
-        fn()
-    times = []
-    for _ in range(REPS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def flops(dim, seqlen, causal):

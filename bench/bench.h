@@ -9,7 +9,8 @@
 
 /* A row of the final table: value and anchor in `unit`; anchor 0 when
  * the anchor is measured outside this program (its ratio is then left to
- * the script that measures it: bench/attention_anchor.py). */
+ * the script that measures it: bench/attention_anchor.py,
+ * bench/mlp_anchor.py). */
 void bench_add_row(const char *name, double value, double anchor, const char *unit);
 
 /* Median milliseconds of timed calls of fn after warm-up calls (CUDA
@@ -20,5 +21,8 @@ double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx);
 /* attention_bench.c: the flash attention forwards and the backward at the
  * anchor shapes (../shared/ANCHORS.md). */
 void bench_attention(Gpu *g);
+
+/* mlp_bench.c: the fused MLP and the MoE layers at the anchor shapes. */
+void bench_mlp(Gpu *g);
 
 #endif

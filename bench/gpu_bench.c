@@ -988,7 +988,7 @@ static void bench_compile(Gpu *g) {
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
- * launch, attention, compile. */
+ * launch, attention, mlp, compile. */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
@@ -1005,6 +1005,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   if (!only || !strcmp(only, "gemm")) bench_gemm(&g);
   if (!only || !strcmp(only, "launch")) bench_launch(&g);
   if (!only || !strcmp(only, "attention")) bench_attention(&g);
+  if (!only || !strcmp(only, "mlp")) bench_mlp(&g);
   if (!only || !strcmp(only, "compile")) bench_compile(&g);
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");
   for (int i = 0; i < nrows; i++)

@@ -50,10 +50,12 @@ $sanitize || timeout "${BENCH_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . bench 
 # same run, and the script prints the tile kernels' ratios to them.
 if ! $sanitize && python3 -c "import torch" 2>/dev/null; then
   timeout "${ANCHOR_TIMEOUT:-300}" python3 bench/attention_anchor.py "$out/bench.log" > "$out/attention.md" 2>&1 || rc=1
+  timeout "${ANCHOR_TIMEOUT:-300}" python3 bench/mlp_anchor.py "$out/bench.log" > "$out/mlp.md" 2>&1 || rc=1
 fi
 echo
 grep -E "passed|FAIL" "$out/gpu-tests.log" | tail -5
 $sanitize && cat "$out/sanitize.txt"
 $sanitize || sed -n '/^| benchmark/,$p' "$out/bench.log"
 [ -f "$out/attention.md" ] && cat "$out/attention.md"
+[ -f "$out/mlp.md" ] && cat "$out/mlp.md"
 exit $rc

@@ -1,0 +1,157 @@
+/* mlp_bench.c - `tile-gpu bench mlp`: the standard library's fused MLP and
+ * MoE layer at the shapes of ../shared/ANCHORS.md (bf16), in TFLOP/s of
+ * the layer's products:
+ *
+ *   SwiGLU MLP, 8192 tokens, 4096 -> 14336 -> 4096: mlp_gate_up then
+ *     mlp_down (no residual), 2 * tokens * d * d_ff * 3 operations
+ *   MoE, Mixtral experts (8, top-2, 4096 -> 14336 -> 4096), 8192 tokens,
+ *     and fine-grained experts (128, top-8, 2048 -> 768 -> 2048), 16384
+ *     tokens: the whole layer timed, routing to combine (route, count,
+ *     offsets, scatter, the gated grouped GEMM, the grouped GEMM,
+ *     combine), 2 * tokens * top_k * d * d_ff * 3 operations
+ *
+ * The anchors (PyTorch eager and torch.compile for the MLP; a loop over
+ * experts and torch._grouped_mm for the MoE layers) come from
+ * bench/mlp_anchor.py in the same run; the rows here carry anchor 0.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define MLP_NAME_BYTES 160
+
+typedef struct Step {
+  const tile_kernel *k;
+  uint32_t grid[2];
+  tile_arg args[10];
+  int nargs;
+} Step;
+
+/* A layer: its launches in order, and the counts to zero first. */
+typedef struct Layer {
+  Gpu *g;
+  Step steps[8];
+  int nsteps;
+  uint64_t zero;
+  size_t zero_bytes;
+} Layer;
+
+static bool run_layer(void *ctx) {
+  Layer *l = ctx;
+  if (l->zero && tile_memset_d8(l->g->rt, l->zero, 0, l->zero_bytes) != TILE_OK) return false;
+  for (int i = 0; i < l->nsteps; i++) {
+    uint32_t grid[3] = {l->steps[i].grid[0], l->steps[i].grid[1], 1};
+    if (tile_launch(l->steps[i].k, grid, NULL, l->steps[i].args, l->steps[i].nargs) != TILE_OK) {
+      printf("  %s: %s\n", tile_kernel_name(l->steps[i].k), tile_last_error());
+      return false;
+    }
+  }
+  return true;
+}
+
+static uint64_t dev_fill(Gpu *g, const char *elem, size_t n, double range, uint64_t seed) {
+  DBuf b;
+  if (!dbuf_alloc(g, &b, "x", elem, n)) return 0;
+  Rng r = {seed};
+  if (range > 0) dbuf_fill(&b, &r, -range, range);
+  else memset(b.host, 0, n * b.elem_bytes);
+  bool ok = dbuf_upload(g, &b);
+  uint64_t dev = b.dev;
+  free(b.host);
+  return ok ? dev : 0;
+}
+
+static void bench_swiglu(Gpu *g) {
+  const int tokens = 8192, d = 4096, dff = 14336;
+  Variant up, down;
+  memset(&up, 0, sizeof up), memset(&down, 0, sizeof down);
+  bool ok = variant_build_kernel(g, "lang/std/mlp.tile", "mlp_gate_up", NULL, &up) &&
+            variant_build_kernel(g, "lang/std/mlp.tile", "mlp_down", (const char *const[]){"RESIDUAL", "false", NULL},
+                                 &down);
+  uint64_t x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 1), w1 = dev_fill(g, "bf16", (size_t)d * dff, 0.02, 2);
+  uint64_t w3 = dev_fill(g, "bf16", (size_t)d * dff, 0.02, 3), w2 = dev_fill(g, "bf16", (size_t)dff * d, 0.02, 4);
+  uint64_t h = dev_fill(g, "bf16", (size_t)tokens * dff, 0, 0), y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  ok = ok && x && w1 && w3 && w2 && h && y;
+  if (ok) {
+    tile_tensor th = {h, 2, {tokens, dff}, {dff, 1}}, tx = {x, 2, {tokens, d}, {d, 1}};
+    tile_tensor t1 = {w1, 2, {d, dff}, {dff, 1}}, t3 = {w3, 2, {d, dff}, {dff, 1}};
+    tile_tensor ty = {y, 2, {tokens, d}, {d, 1}}, t2 = {w2, 2, {dff, d}, {d, 1}};
+    uint32_t sms = (uint32_t)g->props.sm_count;
+    Layer l = {.g = g, .nsteps = 2};
+    l.steps[0] = (Step){up.kernel, {sms, 1}, {tile_arg_tensor(&th), tile_arg_tensor(&tx), tile_arg_tensor(&t1),
+                                             tile_arg_tensor(&t3), tile_arg_i64(tokens), tile_arg_i64(d),
+                                             tile_arg_i64(dff)}, 7};
+    l.steps[1] = (Step){down.kernel, {sms, 1}, {tile_arg_tensor(&ty), tile_arg_tensor(&th), tile_arg_tensor(&t2),
+                                               tile_arg_ptr(y), tile_arg_i64(d), tile_arg_i64(tokens),
+                                               tile_arg_i64(dff), tile_arg_i64(d)}, 8};
+    double ms = bench_time_ms(g, run_layer, &l);
+    if (ms > 0)
+      bench_add_row("mlp swiglu 8192 tokens 4096->14336->4096 tile (mlp_gate_up + mlp_down)",
+                    2.0 * tokens * d * (double)dff * 3 / (ms * 1e9), 0, "TFLOP/s");
+  }
+  uint64_t bufs[] = {x, w1, w3, w2, h, y};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
+  variant_free(&up), variant_free(&down);
+}
+
+static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top_k, int d, int dff) {
+  char e_s[16], k_s[16], name[MLP_NAME_BYTES];
+  snprintf(e_s, sizeof e_s, "%d", experts), snprintf(k_s, sizeof k_s, "%d", top_k);
+  const char *const rd[] = {"EXPERTS", e_s, "TOP_K", k_s, NULL}, *kd[] = {"TOP_K", k_s, NULL};
+  const char *const ed[] = {"EXPERTS", e_s, NULL}, *g1[] = {"EXPERTS", e_s, "GATED", "true", NULL};
+  const char *const g2[] = {"EXPERTS", e_s, "GATHER", "false", NULL};
+  static const char *const kernels[7] = {"moe_route", "moe_count", "moe_offsets", "moe_scatter",
+                                         "moe_gemm",  "moe_gemm",  "moe_combine"};
+  const char *const *defs[7] = {rd, kd, ed, kd, g1, g2, kd};
+  Variant v[7];
+  memset(v, 0, sizeof v);
+  bool ok = true;
+  for (int i = 0; i < 7 && ok; i++) ok = variant_build_kernel(g, "lang/std/moe.tile", kernels[i], defs[i], &v[i]);
+  size_t pairs = (size_t)tokens * top_k;
+  uint64_t lg = dev_fill(g, "f32", (size_t)tokens * experts, 4, 5), ids = dev_fill(g, "i32", pairs, 0, 0);
+  uint64_t wts = dev_fill(g, "f32", pairs, 0, 0), cnt = dev_fill(g, "i32", (size_t)experts, 0, 0);
+  uint64_t off = dev_fill(g, "i32", (size_t)experts + 1, 0, 0), cur = dev_fill(g, "i32", (size_t)experts, 0, 0);
+  uint64_t row = dev_fill(g, "i32", pairs, 0, 0), tok = dev_fill(g, "i32", pairs, 0, 0);
+  uint64_t x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 6), w1 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 7);
+  uint64_t w3 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 8);
+  uint64_t w2 = dev_fill(g, "bf16", (size_t)experts * dff * d, 0.02, 9), hid = dev_fill(g, "bf16", pairs * dff, 0, 0);
+  uint64_t out = dev_fill(g, "bf16", pairs * d, 0, 0), y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  uint64_t all[] = {lg, ids, wts, cnt, off, cur, row, tok, x, w1, w3, w2, hid, out, y};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ok = ok && all[i];
+  if (ok) {
+    uint32_t sms = (uint32_t)g->props.sm_count, t32 = (uint32_t)(tokens + 31) / 32, t256 = (uint32_t)(tokens + 255) / 256;
+    Layer l = {.g = g, .nsteps = 7, .zero = cnt, .zero_bytes = (size_t)experts * 4};
+    l.steps[0] = (Step){v[0].kernel, {t32, 1}, {tile_arg_ptr(ids), tile_arg_ptr(wts), tile_arg_ptr(lg),
+                                                tile_arg_i64(tokens), tile_arg_i64(experts), tile_arg_i64(experts)}, 6};
+    l.steps[1] = (Step){v[1].kernel, {t256, 1}, {tile_arg_ptr(cnt), tile_arg_ptr(ids), tile_arg_i64(tokens)}, 3};
+    l.steps[2] = (Step){v[2].kernel, {1, 1}, {tile_arg_ptr(off), tile_arg_ptr(cur), tile_arg_ptr(cnt),
+                                              tile_arg_i64(experts)}, 4};
+    l.steps[3] = (Step){v[3].kernel, {t256, 1}, {tile_arg_ptr(row), tile_arg_ptr(tok), tile_arg_ptr(cur),
+                                                 tile_arg_ptr(ids), tile_arg_i64(tokens)}, 5};
+    l.steps[4] = (Step){v[4].kernel, {sms, 1}, {tile_arg_ptr(hid), tile_arg_ptr(x), tile_arg_ptr(w1), tile_arg_ptr(w3),
+                                                tile_arg_ptr(off), tile_arg_ptr(tok), tile_arg_i64(experts),
+                                                tile_arg_i64(dff), tile_arg_i64(d)}, 9};
+    l.steps[5] = (Step){v[5].kernel, {sms, 1}, {tile_arg_ptr(out), tile_arg_ptr(hid), tile_arg_ptr(w2), tile_arg_ptr(w2),
+                                                tile_arg_ptr(off), tile_arg_ptr(tok), tile_arg_i64(experts),
+                                                tile_arg_i64(d), tile_arg_i64(dff)}, 9};
+    l.steps[6] = (Step){v[6].kernel, {(uint32_t)(tokens + 15) / 16, (uint32_t)(d + 255) / 256},
+                        {tile_arg_ptr(y), tile_arg_ptr(out), tile_arg_ptr(wts), tile_arg_ptr(row), tile_arg_i64(tokens),
+                         tile_arg_i64(d)}, 6};
+    double ms = bench_time_ms(g, run_layer, &l);
+    snprintf(name, sizeof name, "moe %s tile layer (moe.tile, routing to combine)", what);
+    if (ms > 0) bench_add_row(name, 2.0 * (double)pairs * d * dff * 3 / (ms * 1e9), 0, "TFLOP/s");
+  }
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (all[i]) tile_mem_free(g->rt, all[i]);
+  for (int i = 0; i < 7; i++) variant_free(&v[i]);
+}
+
+void bench_mlp(Gpu *g) {
+  bench_swiglu(g);
+  bench_moe(g, "mixtral 8192 tokens 8 experts top-2 4096->14336->4096", 8192, 8, 2, 4096, 14336);
+  bench_moe(g, "fine-grained 16384 tokens 128 experts top-8 2048->768->2048", 16384, 128, 8, 2048, 768);
+}
