@@ -134,12 +134,15 @@ static tile_status check_problem(const char *fn, const tile_attention_problem *i
   return TILE_OK;
 }
 
+/* Pointers named "lse" and "workspace" hold f32 (4-byte alignment); the
+ * tensors' need ATT_PTR_ALIGN. */
 static tile_status check_ptrs(const char *fn, const char *const *names, const uint64_t *ptrs, int n) {
   for (int i = 0; i < n; i++) {
     if (!ptrs[i]) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is 0", fn, names[i]);
-    if (ptrs[i] % ATT_PTR_ALIGN)
+    int align = !strcmp(names[i], "lse") || !strcmp(names[i], "workspace") ? (int)sizeof(float) : ATT_PTR_ALIGN;
+    if (ptrs[i] % (uint64_t)align)
       return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s (0x%llx) is not %d-byte aligned", fn, names[i],
-                         (unsigned long long)ptrs[i], ATT_PTR_ALIGN);
+                         (unsigned long long)ptrs[i], align);
   }
   return TILE_OK;
 }

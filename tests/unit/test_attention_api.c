@@ -37,6 +37,12 @@ Test(attention_api, problems_are_checked_field_by_field) {
 Test(attention_api, pointers_are_checked) {
   expect_forward_error(&good, 0, "tile_attention_forward: out is 0");
   expect_forward_error(&good, P(1) + 8, "out (0x10008) is not 16-byte aligned");
+  /* lse holds f32: 4 bytes suffice */
+  tile_status lst = tile_attention_forward(NULL, &good, P(1), P(2) + 4, P(3), P(4), P(5), NULL);
+  cr_expect(lst == TILE_ERROR_INVALID_ARGUMENT && strstr(tile_last_error(), "the tile_attention is NULL"), "%s",
+            tile_last_error());
+  lst = tile_attention_forward(NULL, &good, P(1), P(2) + 2, P(3), P(4), P(5), NULL);
+  cr_expect(strstr(tile_last_error(), "lse (0x20002) is not 4-byte aligned"), "%s", tile_last_error());
   tile_status st = tile_attention_backward(NULL, &good, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), P(9), 0, NULL);
   cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "tile_attention_backward: workspace is 0"), "%s", tile_last_error());
