@@ -326,7 +326,10 @@ static void issue_boxes(Lower *L, void *p) {
     }
   if (c->store) {
     llvm_asm(L, "cp.async.bulk.commit_group;", "~{memory}", L->t_void, NULL, 0, true);
-    if (!c->op->attr[0]) llvm_asm(L, "cp.async.bulk.wait_group.read 0;", "~{memory}", L->t_void, NULL, 0, true);
+    /* a store that is not deferred completes here, global writes
+     * included (not only the read of its buffer): a later load_block of
+     * the same bytes, issued by this thread, sees them (program order) */
+    if (!c->op->attr[0]) llvm_asm(L, "cp.async.bulk.wait_group 0;", "~{memory}", L->t_void, NULL, 0, true);
   }
 }
 

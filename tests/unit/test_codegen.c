@@ -674,3 +674,19 @@ Test(codegen, integer_extremes_work_around_ptxas) {
   cr_expect(!strstr(ptx, "cvt.rn.f16.s32") && strstr(ptx, "cvt.rn.f32.s32"), "int -> f16 through f32:\n%s", ptx);
   free(ptx);
 }
+
+/* A store_block, then a load_block of the same bytes: the TMA store
+ * completes (global writes included: wait_group, not wait_group.read)
+ * before the load is issued (semantics.md, Memory: program order). */
+Test(codegen, tma_store_completes_before_a_later_load) {
+  const char *src = "kernel k(t: tensor<f32, 2>, out: *f32) {\n"
+                    "  store_block(t, [0, 0], full([64, 64], 2.0, f32));\n"
+                    "  let v = load_block(t, [0, 0], [64, 64]);\n"
+                    "  store(out + arange(0, 64)[:, None] * 64 + arange(0, 64)[None, :], v);\n"
+                    "}\n";
+  char *ptx = emit_source(src, TC_EMIT_PTX);
+  const char *st = strstr(ptx, "cp.async.bulk.tensor.2d.global.shared"), *wait = strstr(ptx, "cp.async.bulk.wait_group 0;");
+  const char *ld = strstr(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global");
+  cr_expect(st && wait && ld && st < wait && wait < ld, "store, full wait, load:\n%s", ptx);
+  free(ptx);
+}
