@@ -22,7 +22,6 @@
 #define FILE_BWD "lang/std/flash_attention_bwd.tile"
 #define MAX_DEFS 16
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct Shape {
   int batch, heads, heads_kv, seqlen, dim;
@@ -94,24 +93,24 @@ static void check_attention(Shape s, uint64_t seed) {
   tc_arg fa[15] = {{.p = out.data}, {.p = lse.data}, {.p = q.data}, {.p = k.data}, {.p = v.data}};
   memcpy(fa + 5, sc, sizeof sc), fa[14] = last;
   const HBuf *fb[] = {&out, &lse, &q, &k, &v};
-  harness_run(fwd, (int64_t[3]){cdiv(s.seqlen, block_of(fwd, "BLOCK_M")), bh, 1}, fa, 15, fb, 5);
+  harness_run(fwd, (int64_t[3]){harness_cdiv(s.seqlen, block_of(fwd, "BLOCK_M")), bh, 1}, fa, 15, fb, 5);
 
   tc_arg pa[8] = {{.p = delta.data}, {.p = out.data}, {.p = dout.data}, {.i = s.seqlen}, {.i = s.heads},
                   {.i = sq.b},       {.i = sq.h},     {.i = sq.n}};
   const HBuf *pb[] = {&delta, &out, &dout};
-  harness_run(pre, (int64_t[3]){cdiv(s.seqlen, block_of(pre, "BLOCK_M")), bh, 1}, pa, 8, pb, 3);
+  harness_run(pre, (int64_t[3]){harness_cdiv(s.seqlen, block_of(pre, "BLOCK_M")), bh, 1}, pa, 8, pb, 3);
 
   tc_arg ka[18] = {{.p = dk.data}, {.p = dv.data}, {.p = q.data}, {.p = k.data}, {.p = v.data}, {.p = dout.data},
                    {.p = lse.data}, {.p = delta.data}};
   memcpy(ka + 8, sc, sizeof sc), ka[17] = last;
   const HBuf *kb[] = {&dk, &dv, &q, &k, &v, &dout, &lse, &delta};
-  harness_run(dkdv, (int64_t[3]){cdiv(s.seqlen, block_of(dkdv, "BLOCK_N")), bhk, 1}, ka, 18, kb, 8);
+  harness_run(dkdv, (int64_t[3]){harness_cdiv(s.seqlen, block_of(dkdv, "BLOCK_N")), bhk, 1}, ka, 18, kb, 8);
 
   tc_arg qa[17] = {{.p = dq.data}, {.p = q.data}, {.p = k.data}, {.p = v.data}, {.p = dout.data},
                    {.p = lse.data}, {.p = delta.data}};
   memcpy(qa + 7, sc, sizeof sc), qa[16] = last;
   const HBuf *qb[] = {&dq, &q, &k, &v, &dout, &lse, &delta};
-  harness_run(dqk, (int64_t[3]){cdiv(s.seqlen, block_of(dqk, "BLOCK_M")), bh, 1}, qa, 17, qb, 7);
+  harness_run(dqk, (int64_t[3]){harness_cdiv(s.seqlen, block_of(dqk, "BLOCK_M")), bh, 1}, qa, 17, qb, 7);
 
   AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
                      s.window};
@@ -180,7 +179,7 @@ static void check_attention_ws(int batch, int heads, int heads_kv, int seqlen, i
   const HBuf *bufs[] = {&out, &q, &k, &v};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){cdiv(seqlen, block_m), (int64_t)batch * heads, 1}, args, 8, bufs, 4);
+  harness_run(c, (int64_t[3]){harness_cdiv(seqlen, block_m), (int64_t)batch * heads, 1}, args, 8, bufs, 4);
   Strides sq = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16", 0}, heads);
   Strides skv = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16", 0}, heads_kv);
   AttnRefShape rs = {batch, heads, heads_kv, seqlen, dim, causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n, 0};
@@ -235,7 +234,7 @@ static void check_varlen(const int *len_q, const int *len_k, int batch, int head
   const HBuf *bufs[] = {&out, &lse, &q, &k, &v, &cu_q, &cu_k};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){cdiv(max_q, block_m), (int64_t)batch * heads, 1}, args, 14, bufs, 7);
+  harness_run(c, (int64_t[3]){harness_cdiv(max_q, block_m), (int64_t)batch * heads, 1}, args, 14, bufs, 7);
   int cq[ATTN_MAX_BATCH + 1], ck[ATTN_MAX_BATCH + 1];
   for (int i = 0; i <= batch; i++) cq[i] = (int)hbuf_get(&cu_q, i), ck[i] = (int)hbuf_get(&cu_k, i);
   double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)};
@@ -290,7 +289,7 @@ static void check_fp8(int heads, int seqlen, int dim, bool causal, uint64_t seed
   const HBuf *bufs[] = {&out, &q, &k, &v};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){cdiv(seqlen, block_m), heads, 1}, args, 13, bufs, 4);
+  harness_run(c, (int64_t[3]){harness_cdiv(seqlen, block_m), heads, 1}, args, 13, bufs, 4);
   double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)}, *dout = calloc(n, sizeof(double));
   for (size_t i = 0; i < n; i++) in[0][i] *= dq, in[1][i] *= dk, in[2][i] *= dv;
   AttnRefShape rs = {1, heads, heads, seqlen, dim, causal, heads * sh, sh, dim, heads * sh, sh, dim, 0};

@@ -18,7 +18,6 @@
  * here, so some walk none and the tile loop is checked. */
 #define MLP_PROGRAMS 5
 
-static int64_t cdiv_i(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* mlp.tile's ACT: 0 SwiGLU, 1 GeGLU erf, 2 GeGLU tanh, as act_ref's. */
 static double gate_ref(double g, int act) { return act_ref(g, act == 0 ? 4 : act == 1 ? 2 : 3); }
@@ -117,7 +116,7 @@ static void check_act_backward(int act, uint64_t seed) {
   hbuf_poison(&dg), hbuf_poison(&du);
   tc_arg args[7] = {{.p = dg.data}, {.p = du.data}, {.p = dh.data}, {.p = g.data}, {.p = u.data}, {.i = stride}, {.i = d_ff}};
   const HBuf *bufs[] = {&dg, &du, &dh, &g, &u};
-  harness_run(c, (int64_t[3]){cdiv_i(d_ff, 1024), tokens, 1}, args, 7, bufs, 5);
+  harness_run(c, (int64_t[3]){harness_cdiv(d_ff, 1024), tokens, 1}, args, 7, bufs, 5);
   double *want_g = malloc(sizeof(double) * n), *want_u = malloc(sizeof(double) * n);
   double fd_err = 0;
   for (size_t i = 0; i < n; i++) {

@@ -17,7 +17,6 @@
 #define MOE_MAX_EXPERTS 128
 #define MOE_MAX_K 8
 
-static int64_t cdiv_i(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct Route {
   int tokens, experts, tiles_experts, top_k, score;
@@ -42,7 +41,7 @@ static void run_route(const Route *r, HBuf *logits, HBuf *ids, HBuf *weights) {
   const HBuf *bufs[] = {ids, weights, logits};
   int64_t bt = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
-  harness_run(c, (int64_t[3]){cdiv_i(r->tokens, bt), 1, 1}, args, 6, bufs, 3);
+  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, args, 6, bufs, 3);
   tc_free(c);
 }
 
@@ -111,7 +110,7 @@ static Perm run_permutation(const Route *r, HBuf *ids) {
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
   tc_arg ca[3] = {{.p = pm.counts.data}, {.p = ids->data}, {.i = r->tokens}};
   const HBuf *cb[] = {&pm.counts, ids};
-  harness_run(c, (int64_t[3]){cdiv_i(r->tokens, bt), 1, 1}, ca, 3, cb, 2);
+  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, ca, 3, cb, 2);
   tc_free(c);
   c = harness_compile("lang/std/moe.tile", "moe_offsets", edefs);
   tc_arg oa[4] = {{.p = pm.offsets.data}, {.p = pm.cursors.data}, {.p = pm.counts.data}, {.i = r->experts}};
@@ -122,7 +121,7 @@ static Perm run_permutation(const Route *r, HBuf *ids) {
   tc_arg sa[5] = {{.p = pm.row_of.data}, {.p = pm.token_of.data}, {.p = pm.cursors.data}, {.p = ids->data},
                   {.i = r->tokens}};
   const HBuf *sb[] = {&pm.row_of, &pm.token_of, &pm.cursors, ids};
-  harness_run(c, (int64_t[3]){cdiv_i(r->tokens, bt), 1, 1}, sa, 5, sb, 4);
+  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, sa, 5, sb, 4);
   tc_free(c);
   return pm;
 }
@@ -225,7 +224,7 @@ static void check_grouped_gemm(bool gather, bool gated, int act, uint64_t seed) 
   for (size_t i = 0; i < out.n; i++) hbuf_set(&out32, i, hbuf_get(&out, i));
   tc_arg ca[6] = {{.p = y.data}, {.p = out32.data}, {.p = wts.data}, {.p = pm.row_of.data}, {.i = r.tokens}, {.i = n}};
   const HBuf *cb[] = {&y, &out32, &wts, &pm.row_of};
-  harness_run(c, (int64_t[3]){cdiv_i(r.tokens, 16), cdiv_i(n, 256), 1}, ca, 6, cb, 4);
+  harness_run(c, (int64_t[3]){harness_cdiv(r.tokens, 16), harness_cdiv(n, 256), 1}, ca, 6, cb, 4);
   tc_free(c);
   double *want_y = calloc((size_t)r.tokens * n, sizeof(double));
   for (int t = 0; t < r.tokens; t++)

@@ -16,7 +16,6 @@
 #define F32_TOL 1e-5
 #define BF16_TOL 1e-2
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- softmax ---- */
 
@@ -126,7 +125,7 @@ static void check_gemm(const char *type, int m, int n, int k, bool a_trans, bool
     if (!strcmp(blocks[i], "BLOCK_M")) bm = atoi(blocks[i + 1]);
     if (!strcmp(blocks[i], "BLOCK_N")) bn = atoi(blocks[i + 1]);
   }
-  harness_run(c, (int64_t[3]){cdiv(m, bm) * cdiv(n, bn), 1, 1}, args, 9, bufs, 3);
+  harness_run(c, (int64_t[3]){harness_cdiv(m, bm) * harness_cdiv(n, bn), 1, 1}, args, 9, bufs, 3);
   double *want = calloc((size_t)m * n, sizeof(double)), worst = 0, ref = 0;
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
@@ -204,7 +203,7 @@ static void check_tma_gemm_on(const char *file, const char *type, const char *ou
   args[na++] = (tc_arg){.i = m}, args[na++] = (tc_arg){.i = n}, args[na++] = (tc_arg){.i = k};
   const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &sa, &sb};
   int64_t bm = 128, bn = fp8 || strstr(file, "gemm_ws") ? 256 : 128;
-  int64_t grid = programs ? programs : cdiv(m, bm) * cdiv(n, bn);
+  int64_t grid = programs ? programs : harness_cdiv(m, bm) * harness_cdiv(n, bn);
   harness_run(c, (int64_t[3]){grid, 1, 1}, args, na, bufs, fp8 ? 5 : 3);
   double worst = 0, ref = 0;
   for (int i = 0; i < m; i++) {
@@ -352,7 +351,7 @@ static void check_flash(AttnShape s, const char *const *blocks, uint64_t seed) {
   tc_arg args[10] = {{.p = o.data}, {.p = q.data},        {.p = k.data}, {.p = v.data}, {.i = s.seqlen},
                      {.i = s.heads}, {.f = (float)scale}, {.i = sb},     {.i = sh},     {.i = sn}};
   const HBuf *bufs[] = {&o, &q, &k, &v};
-  harness_run(c, (int64_t[3]){cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 10, bufs, 4);
+  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 10, bufs, 4);
   double *want = malloc(sizeof(double) * total);
   attention_ref(&q, &k, &v, want, s, sb, sh, sn, (float)scale);
   double err = rel_error(&o, want, total);

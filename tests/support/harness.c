@@ -62,6 +62,18 @@ tc_compilation *harness_compile(const char *relpath, const char *kernel, const c
   return c;
 }
 
+char *harness_emit_source(const char *src, tc_emit_kind what) {
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *text = tc_emit(c, what);
+  tc_free(c);
+  cr_assert(text);
+  char *layouts = what == TC_EMIT_LOWERED ? strstr(text, "// layouts of") : NULL;
+  if (layouts) *layouts = 0;
+  return text;
+}
+
 HBuf hbuf_new(const char *elem, size_t n, const char *name) {
   HBuf b = {0};
   b.kind = scalar_from_name(elem, strlen(elem));

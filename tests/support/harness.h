@@ -34,6 +34,12 @@ char *harness_read_source(const char *relpath, size_t *len);
  * NAME=VALUE defines (NULL-terminated pairs: "BLOCK", "128", NULL); aborts
  * the test with the diagnostics on failure. */
 tc_compilation *harness_compile(const char *relpath, const char *kernel, const char *const *defines);
+/* Compiles source text (every kernel) down to the GPU back end's output
+ * and returns stage `what` (malloc'd); aborts the test on any error. The
+ * lowered IR comes without its layout listing. */
+char *harness_emit_source(const char *src, tc_emit_kind what);
+/* cdiv for grid sizes. */
+static inline int64_t harness_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 HBuf hbuf_new(const char *elem, size_t n, const char *name);
 void hbuf_free(HBuf *b);

@@ -181,17 +181,6 @@ Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
   }
 }
 
-/* src compiled down to PTX with `what` emitted (malloc'd). */
-static char *emit_source(const char *src, tc_emit_kind what) {
-  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
-  char *text = tc_emit(c, what);
-  tc_free(c);
-  cr_assert(text);
-  return text;
-}
-
 static char *ptx_of(const char *path, const char *const *defines) {
   tc_compilation *c = generate(path, defines, TC_LINKER_NONE);
   char *ptx = tc_emit(c, TC_EMIT_PTX);
@@ -612,7 +601,7 @@ Test(codegen, mma_is_not_sunk_into_a_masked_store) {
                     "  let c = dot(load(a + i), load(b + j), 3.0);\n"
                     "  store(o + i, c, i < 60);\n"
                     "}\n";
-  char *ptx = emit_source(src, TC_EMIT_PTX);
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
   const char *mma = strstr(ptx, "mma.sync"), *last = mma;
   for (const char *m = mma; m; m = strstr(m + 1, "mma.sync")) last = m;
   const char *branch = strstr(ptx, "bra");
@@ -628,7 +617,7 @@ Test(codegen, sign_extended_bytes_convert_as_unsigned_words) {
                     "  let v = load(x + arange(0, 16)[:, None], arange(0, 16)[None, :] < 7, program_id(0) as bf16);\n"
                     "  store(o + arange(0, 16)[:, None] * 16 + arange(0, 16)[None, :], v as u32);\n"
                     "}\n";
-  char *ll = emit_source(src, TC_EMIT_LLVM);
+  char *ll = harness_emit_source(src, TC_EMIT_LLVM);
   bool narrowed = strstr(ll, "uitofp i8") != NULL;
   for (const char *u = strstr(ll, "uitofp <"); u; u = strstr(u + 1, "uitofp <")) {
     const char *x = strstr(u, " x "), *eol = strchr(u, '\n');
@@ -650,7 +639,7 @@ Test(codegen, loops_are_not_vectorized_by_llvm) {
                     "  while w < 3 && v >= 255 { w += 1; a = a + (w as i8); }\n"
                     "  store(o + program_id(0), a);\n"
                     "}\n";
-  char *ll = emit_source(src, TC_EMIT_LLVM);
+  char *ll = harness_emit_source(src, TC_EMIT_LLVM);
   cr_expect(!strstr(ll, "vector.body") && !strstr(ll, "llvm.vector.reduce"), "%s", ll);
   cr_expect(!strstr(ll, "noimplicitfloat"), "the mark that stops the vectorizers is gone before code generation");
   free(ll);
@@ -668,7 +657,7 @@ Test(codegen, integer_extremes_work_around_ptxas) {
                     "  store(o + 64 + r, where(abs(load(y + r)) < 0, 1, 0));\n"
                     "  store(h + r, load(y + 32 + r) as f16);\n"
                     "}\n";
-  char *ptx = emit_source(src, TC_EMIT_PTX);
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
   cr_expect(!strstr(ptx, "neg.s16") && !strstr(ptx, "abs.s16") && strstr(ptx, "neg.s32"), "16-bit neg/abs in 32 bits:\n%s", ptx);
   cr_expect(strstr(ptx, "@p sub.s32"), "abs of i32 as a select:\n%s", ptx);
   cr_expect(!strstr(ptx, "cvt.rn.f16.s32") && strstr(ptx, "cvt.rn.f32.s32"), "int -> f16 through f32:\n%s", ptx);
@@ -684,7 +673,7 @@ Test(codegen, tma_store_completes_before_a_later_load) {
                     "  let v = load_block(t, [0, 0], [64, 64]);\n"
                     "  store(out + arange(0, 64)[:, None] * 64 + arange(0, 64)[None, :], v);\n"
                     "}\n";
-  char *ptx = emit_source(src, TC_EMIT_PTX);
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
   const char *st = strstr(ptx, "cp.async.bulk.tensor.2d.global.shared"), *wait = strstr(ptx, "cp.async.bulk.wait_group 0;");
   const char *ld = strstr(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global");
   cr_expect(st && wait && ld && st < wait && wait < ld, "store, full wait, load:\n%s", ptx);
