@@ -152,17 +152,25 @@ static LLVMValueRef float_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, Scala
   ScalarKind ck = narrow_float(k) ? SK_F32 : k;
   LLVMValueRef x = float_to_float(L, a, k, ck), y = float_to_float(L, b, k, ck);
   LLVMValueRef args[2] = {x, y};
-  const char *name = ck == SK_F64 ? (is_max ? "llvm.maxnum.f64" : "llvm.minnum.f64")
-                                  : (is_max ? "llvm.maxnum.f32" : "llvm.minnum.f32");
-  LLVMValueRef r = call_intrinsic(L, name, llvm_elem_type(L, ck), args, 2);
-  /* maxnum may return either zero for (+0, -0); the language says +0 is
-   * the greater. For equal operands, AND (max) or OR (min) of the bits
-   * gives that and leaves equal nonzero values unchanged. */
   LLVMTypeRef it = ck == SK_F64 ? L->t_i64 : L->t_i32;
   LLVMValueRef xb = LLVMBuildBitCast(L->b, x, it, ""), yb = LLVMBuildBitCast(L->b, y, it, "");
-  LLVMValueRef zeros = LLVMBuildBitCast(L->b, is_max ? LLVMBuildAnd(L->b, xb, yb, "") : LLVMBuildOr(L->b, xb, yb, ""),
-                                        llvm_elem_type(L, ck), "");
-  r = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealOEQ, x, y, ""), zeros, r, "");
+  LLVMValueRef r;
+  if (ck == SK_F32) {
+    /* The f32 max/min instructions (FMNMX) order the zeros as the language
+     * does, in either operand order (docs/backend.md, measured); LLVM's
+     * maxnum may return either zero and LLVM may fold it so, hence the
+     * instruction itself, one per operation. */
+    r = llvm_asm(L, is_max ? "max.f32 $0, $1, $2;" : "min.f32 $0, $1, $2;", "=f,f,f", L->t_f32, args, 2, false);
+  } else {
+    const char *name = is_max ? "llvm.maxnum.f64" : "llvm.minnum.f64";
+    r = call_intrinsic(L, name, llvm_elem_type(L, ck), args, 2);
+    /* maxnum may return either zero for (+0, -0); the language says +0 is
+     * the greater. For equal operands, AND (max) or OR (min) of the bits
+     * gives that and leaves equal nonzero values unchanged. */
+    LLVMValueRef zeros = LLVMBuildBitCast(L->b, is_max ? LLVMBuildAnd(L->b, xb, yb, "") : LLVMBuildOr(L->b, xb, yb, ""),
+                                          llvm_elem_type(L, ck), "");
+    r = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealOEQ, x, y, ""), zeros, r, "");
+  }
   if (ck == k) return r;
   /* a narrow kind: the result is one of the operands, chosen by its f32
    * copy (converting the f32 result back would saturate an fp8 infinity) */
@@ -265,7 +273,10 @@ static LLVMValueRef math_scalar(Lower *L, OpKind kind, LLVMValueRef a, ScalarKin
    * which the spec allows; this is what bounds softmax and attention. */
   if (!f64 && (kind == OP_EXP || kind == OP_EXP2)) {
     LLVMValueRef x = kind == OP_EXP ? LLVMBuildFMul(L->b, a, LLVMConstReal(t, LOG2_E), "") : a;
-    return call_intrinsic(L, "llvm.nvvm.ex2.approx.f", t, &x, 1);
+    /* .ftz: results below 2^-126 are zero (spec: On the GPU). Keeping
+     * them costs ptxas three more instructions per exponential (a scaled
+     * ex2 and a square), a third of flash attention's softmax. */
+    return call_intrinsic(L, "llvm.nvvm.ex2.approx.ftz.f", t, &x, 1);
   }
   char name[48];
   const char *nv = libdevice_name(kind);

@@ -227,13 +227,24 @@ LTile *lower_reduce(Lower *L, const Op *op, const Layout *l) {
     return NULL;
   }
   RedVal *acc = ARENA_ARRAY(&L->arena, RedVal, nacc);
-  bool *seen = ARENA_ARRAY(&L->arena, bool, nacc);
-  /* 1. registers of the thread, in register order */
+  /* 1. registers of the thread: each slot's registers (in register order)
+   * combined pairwise, neighbours first, so that the chain of dependent
+   * operations is log2(n) long, not n */
+  int per = in->nregs / nacc;
+  RedVal *vals = ARENA_ARRAY(&L->arena, RedVal, (size_t)in->nregs);
+  int *fill = ARENA_ARRAY(&L->arena, int, nacc);
   for (int r = 0; r < in->nregs; r++) {
     int s = (int)compress_bits((uint32_t)r, keep);
-    RedVal x = {in->regs[r], is_arg ? coord_of(L, X, flat_index(L, X, (uint32_t)r), axis) : NULL};
-    acc[s] = seen[s] ? combine(L, kind, acc[s], x, k) : x;
-    seen[s] = true;
+    vals[s * per + fill[s]++] =
+        (RedVal){in->regs[r], is_arg ? coord_of(L, X, flat_index(L, X, (uint32_t)r), axis) : NULL};
+  }
+  for (int s = 0; s < nacc; s++) {
+    RedVal *v = vals + s * per;
+    for (int n = per; n > 1; n = (n + 1) / 2) {
+      for (int i = 0; i + 1 < n; i += 2) v[i / 2] = combine(L, kind, v[i], v[i + 1], k);
+      if (n & 1) v[n / 2] = v[n - 1];
+    }
+    acc[s] = v[0];
   }
   /* 2. lanes of the warp */
   for (int j = 0; j < X->nlane; j++) {

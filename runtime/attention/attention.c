@@ -131,6 +131,11 @@ static tile_status check_problem(const char *fn, const tile_attention_problem *i
                          (long long)st[t][2]);
   }
   if (out->p.sm_scale == 0) out->p.sm_scale = 1.0f / sqrtf((float)p->head_dim);
+  /* the kernels take the row maximum before scaling, which needs a
+   * positive scale */
+  if (!(out->p.sm_scale > 0) || isinf(out->p.sm_scale))
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: sm_scale is %g: it must be positive and finite (0 means 1 / sqrt(head_dim))",
+                       fn, (double)p->sm_scale);
   return TILE_OK;
 }
 

@@ -48,7 +48,7 @@ typedef struct tile_attention_problem {
   int batch, heads, heads_kv, seqlen;
   int head_dim;   /* 64 or 128 */
   bool causal;    /* query i attends to keys 0..i */
-  float sm_scale; /* 0: 1 / sqrt(head_dim) */
+  float sm_scale; /* positive; 0: 1 / sqrt(head_dim) */
   /* strides in elements of [batch, head, row]; all 0: contiguous BHSD */
   int64_t q_strides[3];  /* q, out, dout, dq */
   int64_t kv_strides[3]; /* k, v, dk, dv */

@@ -3,6 +3,7 @@
  * wrong call is reported (with the field) on any machine. The GPU suite
  * (tests/gpu/gpu_attention.c) runs the calls. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "tile_attention.h"
@@ -32,6 +33,12 @@ Test(attention_api, problems_are_checked_field_by_field) {
   expect_forward_error(&p, P(1), "q_strides[2] is 100: strides must be positive multiples of 8");
   p = good, p.kv_strides[0] = 8, p.kv_strides[1] = -8, p.kv_strides[2] = 8;
   expect_forward_error(&p, P(1), "kv_strides[1] is -8");
+  p = good, p.sm_scale = -0.125f;
+  expect_forward_error(&p, P(1), "sm_scale is -0.125: it must be positive and finite");
+  p = good, p.sm_scale = (float)INFINITY;
+  expect_forward_error(&p, P(1), "sm_scale is inf: it must be positive and finite");
+  p = good, p.sm_scale = (float)NAN;
+  expect_forward_error(&p, P(1), "it must be positive and finite");
 }
 
 Test(attention_api, pointers_are_checked) {

@@ -679,3 +679,52 @@ Test(codegen, tma_store_completes_before_a_later_load) {
   cr_expect(st && wait && ld && st < wait && wait < ld, "store, full wait, load:\n%s", ptx);
   free(ptx);
 }
+
+/* The longest chain of dependent max.f32 in the PTX (each result one
+ * more than the deeper of its operands; other registers count 0). */
+static int max_chain(const char *ptx) {
+  enum { NAMES = 4096, NAME_LEN = 16 };
+  static char names[NAMES][NAME_LEN];
+  static int depth[NAMES];
+  int n = 0, deepest = 0;
+  for (const char *p = ptx; (p = strstr(p, "max.f32")); p++) {
+    char d[NAME_LEN], a[NAME_LEN], b[NAME_LEN];
+    if (sscanf(p, "max.f32 %15[^,], %15[^,], %15[^;];", d, a, b) != 3) continue;
+    int da = 0, db = 0;
+    for (int i = 0; i < n; i++) {
+      if (!strcmp(names[i], a)) da = depth[i];
+      if (!strcmp(names[i], b)) db = depth[i];
+    }
+    if (n == NAMES) break;
+    snprintf(names[n], NAME_LEN, "%s", d);
+    depth[n] = 1 + (da > db ? da : db);
+    if (depth[n] > deepest) deepest = depth[n];
+    n++;
+  }
+  return deepest;
+}
+
+/* f32 maximum/minimum are one max.f32/min.f32 each (the instructions
+ * order the zeros as the language does, docs/backend.md), exp2 is one
+ * ex2.approx.ftz, and a reduction within a thread is a tree: the 16
+ * registers of a row make a chain of 4 dependent max, not 15. */
+Test(codegen, softmax_arithmetic_is_one_instruction_per_element) {
+  const char *src = "@warps(1)\n"
+                    "kernel k(x: *f32, o: *f32) {\n"
+                    "  let r = arange(0, 64)[:, None] * 64 + arange(0, 64)[None, :];\n"
+                    "  let v = load(x + r);\n"
+                    "  let m = max(v, 1);\n"
+                    "  store(o + r, exp2(v - m[:, None]) + minimum(v, 0.5));\n"
+                    "}\n";
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
+  cr_expect(strstr(ptx, "max.f32") && strstr(ptx, "min.f32"), "%s", ptx);
+  cr_expect(!strstr(ptx, "setp.eq.f32"), "no compare to fix the sign of zeros:\n%s", ptx);
+  cr_expect(strstr(ptx, "ex2.approx.ftz.f32") && !strstr(ptx, "ex2.approx.f32"), "exp2 flushes subnormal results:\n%s", ptx);
+  /* 64 elements of a row per thread (one row per thread: 64 rows over 32
+   * lanes, two per thread) make a tree 6 deep, then the maximum with 0.5
+   * is not in the chain (a minimum); a chain in register order would be
+   * 63 deep */
+  int chain = max_chain(ptx);
+  cr_expect(chain >= 6 && chain <= 8, "dependent max.f32 chain %d:\n%s", chain, ptx);
+  free(ptx);
+}
