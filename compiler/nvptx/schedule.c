@@ -305,9 +305,13 @@ static StagedOperand stage_operand(Sched *s, Op *dot, Value *operand, int need_t
 }
 
 /* A is read from registers when it is computed (not loaded): that saves
- * the trip through shared memory (flash attention's P). */
+ * the trip through shared memory (flash attention's P). A value carried
+ * by a `for` loop (a body argument other than the induction variable)
+ * counts as computed: the P of the previous key block in a
+ * software-pipelined attention loop. */
 bool sched_a_in_registers(const Value *a) {
-  if (!a->def || is_fp8(a->type.kind)) return false;
+  if (is_fp8(a->type.kind)) return false;
+  if (!a->def) return a->owner && a->owner->parent && a->owner->parent->kind == OP_FOR && a->index > 0;
   switch (a->def->kind) {
   case OP_LOAD: case OP_BLOCK_LOAD: case OP_SMEM_LOAD: case OP_TRANS: return false;
   default: return true;
@@ -475,6 +479,134 @@ static bool drop_unused_reads(Block *b, PtrMap *uses) {
   return dropped;
 }
 
+/* ---- deferred wgmma waits ---- */
+
+/* Operands of one wgmma_wait: the accumulators of a few dots and the
+ * tiles tied through it (tie_operands). */
+#define WAIT_TIE_MAX 16
+
+static bool op_uses(const Op *op, const Value *v) {
+  for (uint32_t i = 0; i < op->noperands; i++)
+    if (op->operands[i] == v) return true;
+  for (int r = 0; r < op->nregions; r++)
+    for (const Op *o = op->regions[r].first; o; o = o->next)
+      if (op_uses(o, v)) return true;
+  return false;
+}
+
+static bool uses_result(const Op *op, const Op *def) {
+  for (uint32_t i = 0; i < def->nresults; i++)
+    if (op_uses(op, &def->results[i])) return true;
+  return false;
+}
+
+/* An op that only computes registers: pure, or an `if` whose branches
+ * only compute (the yields included). */
+static bool only_computes(const Op *op) {
+  if (op->kind == OP_YIELD) return true;
+  if (op->kind == OP_IF) {
+    for (int r = 0; r < op->nregions; r++)
+      for (const Op *o = op->regions[r].first; o; o = o->next)
+        if (!only_computes(o)) return false;
+    return true;
+  }
+  return (op_info[op->kind].flags & OPF_PURE) != 0;
+}
+
+/* The op of block `b` (a `for` body) that computes the next iteration's
+ * value of the register A operand of the wgmma that `w` waits for, when
+ * that operand is carried by the loop; NULL otherwise. ptxas gives the
+ * carried value and its next one the same registers, so the next one
+ * may only be written once the wgmma has read them: ptxas moves the wait
+ * up to before the first write, above whatever was meant to overlap. */
+static Op *next_register_a(Block *b, const Op *w) {
+  const Op *mma = w->noperands ? w->operands[0]->def : NULL;
+  if (!mma || mma->kind != OP_WGMMA || !b->parent || b->parent->kind != OP_FOR || !b->last ||
+      b->last->kind != OP_YIELD)
+    return NULL;
+  const Value *a = mma->operands[0];
+  if (a->def || a->owner != b || a->index == 0 || a->index > b->last->noperands) return NULL;
+  Op *def = b->last->operands[a->index - 1]->def;
+  return def && def->parent == b ? def : NULL;
+}
+
+/* Passes the f32 tile operands of `op` through the wait `w` (a new wait
+ * with more operands and results takes its place), so that `op`, reading
+ * the wait's results, comes after the wait in the PTX too. Returns the
+ * new wait. */
+static Op *tie_operands(Sched *s, Op *w, Op *op) {
+  enum { MAX_TIED = 8 };
+  Value *vals[WAIT_TIE_MAX];
+  uint32_t n = w->noperands;
+  if (n > WAIT_TIE_MAX - MAX_TIED) return w;
+  TType types[WAIT_TIE_MAX];
+  for (uint32_t i = 0; i < n; i++) vals[i] = w->operands[i], types[i] = w->results[i].type;
+  for (uint32_t i = 0; i < op->noperands && n < WAIT_TIE_MAX; i++)
+    if (op->operands[i]->type.rank > 0 && op->operands[i]->type.kind == SK_F32)
+      vals[n] = op->operands[i], types[n++] = op->operands[i]->type;
+  if (n == w->noperands) return w;
+  Op *nw = ir_op_make(s->a, OP_WGMMA_WAIT, (int)n, vals, (int)n, types, w->loc);
+  nw->attr[0] = w->attr[0];
+  ir_insert_before(w, nw);
+  ir_unlink(w);
+  for (uint32_t i = 0; i < w->nresults; i++) w->results[i].repl = &nw->results[i];
+  ir_apply_replacements(s->f);
+  for (uint32_t i = w->noperands; i < n; i++)
+    for (uint32_t j = 0; j < op->noperands; j++)
+      if (op->operands[j] == vals[i]) op->operands[j] = &nw->results[i];
+  return nw;
+}
+
+/* Moves each wgmma_wait of a block down to the first op that reads what
+ * it waits for, past ops that only compute and past other wgmmas (each
+ * one more group that may stay pending), so that what is independent of
+ * a product runs while the tensor cores compute it: flash attention's
+ * softmax of key block j under the P.V product of block j - 1. A wait
+ * never passes memory effects (stores, barriers, copies) or another wait;
+ * the releases of ring stages that follow it (mbar_arrive) go down with
+ * it, which only hands the stage back later. The block's waits are moved
+ * last first, so that a later wait is out of the way of an earlier one. */
+static void defer_waits(Sched *s, Block *b) {
+  enum { MAX_WAITS = 64 };
+  Op *waits[MAX_WAITS];
+  int n = 0;
+  for (Op *op = b->first; op; op = op->next) {
+    for (int r = 0; r < op->nregions; r++) defer_waits(s, &op->regions[r]);
+    if (op->kind == OP_WGMMA_WAIT && n < MAX_WAITS) waits[n++] = op;
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    Op *w = waits[i];
+    /* the releases of ring stages right after the wait (what the wgmmas
+     * read is free once they are done) move with it */
+    Op *tail = w;
+    while (tail->next && tail->next->kind == OP_MBAR_ARRIVE) tail = tail->next;
+    Op *stop = tail->next;
+    int passed = 0;
+    while (stop && !uses_result(stop, w) && stop->kind != OP_WGMMA_WAIT &&
+           (only_computes(stop) ? stop->kind != OP_YIELD : stop->kind == OP_WGMMA)) {
+      passed += stop->kind == OP_WGMMA;
+      stop = stop->next;
+    }
+    /* the op that writes the next A stays after the wait */
+    Op *next_a = next_register_a(b, w);
+    bool tie = false;
+    for (Op *o = tail->next; next_a && o != stop; o = o->next)
+      if (o == next_a) {
+        stop = o, tie = true;
+        break;
+      }
+    if (stop == tail->next || !stop) continue; /* (a block ends in its terminator) */
+    if (passed && tail != w) continue; /* a release stays before later wgmmas' issue */
+    for (Op *o = w, *next; o != stop; o = next) {
+      next = o == tail ? stop : o->next;
+      ir_unlink(o);
+      ir_insert_before(stop, o);
+    }
+    w->attr[0] += passed;
+    if (tie) tie_operands(s, w, next_a);
+  }
+}
+
 bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
                    ScheduleResult *out) {
   Sched s = {f, a, diags, roles->compute_warps, axes, NULL, out, false, roles, {0}, 0};
@@ -496,6 +628,7 @@ bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Ar
     count_uses(&f->body, &uses);
     again = drop_unused_reads(&f->body, &uses);
   }
+  if (!s.failed) defer_waits(&s, &f->body);
   if (!s.failed) sched_order_memory(&s);
   sched_split_warps(&s);
   return !s.failed;

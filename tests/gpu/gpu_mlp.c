@@ -114,13 +114,15 @@ static bool run_mlp(Gpu *g, int act, uint64_t seed) {
 /* A MoE layer: 8 experts (3 and 6 chosen by no token), top-2, tokens 1001:
  * route, count, offsets, scatter, gated grouped GEMM (SwiGLU), grouped
  * GEMM, combine; y against float64 from the routing the GPU chose. */
-static bool run_moe(Gpu *g, uint64_t seed) {
-  enum { E = 8, K = 2 };
-  const int tokens = 1001, dm = 136, dff = 264;
+/* One MoE layer: E experts (a power of two, the EXPERTS const), top K;
+ * with `losers`, experts 3 and 6 lose every vote (no rows). */
+static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, bool losers) {
   const size_t pairs = (size_t)tokens * K;
-  const char *const kd[] = {"TOP_K", "2", NULL}, *ed[] = {"EXPERTS", "8", NULL};
-  const char *const rd[] = {"EXPERTS", "8", "TOP_K", "2", NULL};
-  const char *const g1[] = {"EXPERTS", "8", "GATED", "true", NULL};
+  char es[16], ks[16];
+  snprintf(es, sizeof es, "%d", E), snprintf(ks, sizeof ks, "%d", K);
+  const char *const kd[] = {"TOP_K", ks, NULL}, *ed[] = {"EXPERTS", es, NULL};
+  const char *const rd[] = {"EXPERTS", es, "TOP_K", ks, NULL};
+  const char *const g1[] = {"EXPERTS", es, "GATED", "true", NULL};
   Variant v[7];
   memset(v, 0, sizeof v);
   static const char *const kernels[7] = {"moe_route", "moe_count",  "moe_offsets", "moe_scatter",
@@ -141,8 +143,9 @@ static bool run_moe(Gpu *g, uint64_t seed) {
   memset(b, 0, sizeof b);
   Rng rng = {seed};
   ok = ok && alloc_all(g, b, names, types, sizes, NB, &rng, range);
-  if (ok) { /* experts 3 and 6 lose every vote; the counts start at 0 */
-    for (int t = 0; t < tokens; t++) dbuf_set(&b[LOG], (size_t)t * E + 3, -100), dbuf_set(&b[LOG], (size_t)t * E + 6, -100);
+  if (ok) { /* experts 3 and 6 lose every vote (losers); the counts start at 0 */
+    for (int t = 0; t < tokens && losers; t++)
+      dbuf_set(&b[LOG], (size_t)t * E + 3, -100), dbuf_set(&b[LOG], (size_t)t * E + 6, -100);
     for (int e = 0; e < E; e++) dbuf_set(&b[CNT], e, 0);
     ok = dbuf_upload(g, &b[LOG]) && dbuf_upload(g, &b[CNT]);
   }
@@ -162,7 +165,7 @@ static bool run_moe(Gpu *g, uint64_t seed) {
        launch(g, &v[4], sms, 1, m1, 9);
   if (ok) { /* the second GEMM: GATHER false (its own build) */
     variant_free(&v[5]);
-    ok = variant_build_kernel(g, MOE_FILE, "moe_gemm", (const char *const[]){"EXPERTS", "8", "GATHER", "false", NULL},
+    ok = variant_build_kernel(g, MOE_FILE, "moe_gemm", (const char *const[]){"EXPERTS", es, "GATHER", "false", NULL},
                               &v[5]) &&
          launch(g, &v[5], sms, 1, m2, 9) && launch(g, &v[6], (tokens + 15) / 16, (dm + 255) / 256, cb, 6) &&
          tile_synchronize(g->rt) == TILE_OK;
@@ -174,7 +177,7 @@ static bool run_moe(Gpu *g, uint64_t seed) {
     for (int t = 0; t < tokens; t++)
       for (int kk = 0; kk < K; kk++) {
         int e = (int)dbuf_get(&b[IDS], (size_t)t * K + kk);
-        ok = ok && e != 3 && e != 6;
+        ok = ok && (!losers || (e != 3 && e != 6));
         for (int j = 0; j < dff; j++) {
           double gs = 0, us = 0;
           for (int q = 0; q < dm; q++) {
@@ -191,7 +194,7 @@ static bool run_moe(Gpu *g, uint64_t seed) {
         }
       }
     double e = rel_err(&b[Y], y, sizes[Y]);
-    if (!(e <= MLP_TOL)) printf("  y: relative error %.3g%s\n", e, ok ? "" : " (experts 3 or 6 chosen)");
+    if (!(e <= MLP_TOL)) printf("  y: relative error %.3g%s\n", e, ok ? "" : " (an expert that loses every vote chosen)");
     ok = ok && e <= MLP_TOL;
     free(y), free(h);
   }
@@ -202,12 +205,15 @@ static bool run_moe(Gpu *g, uint64_t seed) {
 
 int gpu_mlp_tests(Gpu *g, const char *only) {
   static const char *const names[] = {"mlp swiglu 1000 tokens 264->520->264", "mlp geglu erf", "mlp geglu tanh",
-                                      "moe layer 1001 tokens 8 experts top-2 (two never chosen)"};
+                                      "moe layer 1001 tokens 8 experts top-2 (two never chosen)",
+                                      "moe layer 600 tokens 128 experts top-8 (fine-grained)"};
   int failed = 0;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     if (only && !strstr(names[i], only)) continue;
     double t0 = now_ms();
-    bool ok = i < 3 ? run_mlp(g, i, 8000 + (uint64_t)i) : run_moe(g, 8100);
+    bool ok = i < 3    ? run_mlp(g, i, 8000 + (uint64_t)i)
+              : i == 3 ? run_moe(g, 8100, 8, 2, 1001, 136, 264, true)
+                       : run_moe(g, 8200, 128, 8, 600, 128, 192, false);
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);
     fflush(stdout);
     if (ok) g->passed++;

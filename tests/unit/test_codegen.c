@@ -728,3 +728,30 @@ Test(codegen, softmax_arithmetic_is_one_instruction_per_element) {
   cr_expect(chain >= 6 && chain <= 8, "dependent max.f32 chain %d:\n%s", chain, ptx);
   free(ptx);
 }
+
+/* Deferred wgmma waits: in the fused gate/up GEMM the two products of an
+ * iteration are issued back to back (the first one's wait lets the second
+ * stay pending); in the software-pipelined attention loop P is carried as
+ * the register A operand (no shared-memory staging in the loop), the QK^T
+ * wait lets the P.V product run on, and ptxas reports no wgmma note. */
+Test(codegen, wgmma_waits_are_deferred_to_the_first_use) {
+  const char *const mlp[] = {"ACT", "0", NULL};
+  tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_gate_up", mlp);
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  const char *c1 = strstr(ptx, "wgmma.commit_group"), *c2 = c1 ? strstr(c1 + 1, "wgmma.commit_group") : NULL;
+  const char *w1 = c1 ? strstr(c1, "wgmma.wait_group.sync.aligned") : NULL;
+  cr_expect(c2 && w1 && c2 < w1 && !strncmp(w1, "wgmma.wait_group.sync.aligned 1;", 32),
+            "commit, commit, then wait 1:\n%s", ptx);
+  free(ptx);
+  tc_free(c);
+
+  const char *const att[] = {"HEAD_DIM", "128", NULL};
+  c = harness_compile("tests/kernels/attention_pipelined.tile", NULL, att);
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_expect(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "the QK^T wait leaves P.V pending");
+  cr_expect(!strstr(ptx, "st.shared"), "P is the A operand from registers, never staged:\n%s", ptx);
+  free(ptx);
+  tc_free(c);
+}
