@@ -52,15 +52,33 @@ static bool run_layer(void *ctx) {
   return true;
 }
 
+/* Random elements generated on the host per buffer; a longer buffer
+ * repeats them (device-to-device copies), so that filling the gigabytes of
+ * a Mixtral layer's weights takes seconds, not minutes. */
+#define FILL_PATTERN_ELEMS ((size_t)1 << 24)
+
+/* A device buffer of n elements: uniform in [-range, range] (a repeated
+ * random pattern), or zeros for range 0. 0 on failure. */
 static uint64_t dev_fill(Gpu *g, const char *elem, size_t n, double range, uint64_t seed) {
+  size_t m = n < FILL_PATTERN_ELEMS ? n : FILL_PATTERN_ELEMS;
   DBuf b;
-  if (!dbuf_alloc(g, &b, "x", elem, n)) return 0;
-  Rng r = {seed};
-  if (range > 0) dbuf_fill(&b, &r, -range, range);
-  else memset(b.host, 0, n * b.elem_bytes);
-  bool ok = dbuf_upload(g, &b);
-  uint64_t dev = b.dev;
-  free(b.host);
+  if (!dbuf_alloc(g, &b, "x", elem, m)) return 0;
+  size_t eb = b.elem_bytes;
+  uint64_t dev = 0;
+  bool ok = tile_mem_alloc(g->rt, n * eb, &dev) == TILE_OK;
+  if (ok && range > 0) {
+    Rng r = {seed};
+    dbuf_fill(&b, &r, -range, range);
+    ok = dbuf_upload(g, &b);
+    for (size_t off = 0; ok && off < n; off += m)
+      ok = tile_memcpy_dtod(g->rt, dev + off * eb, b.dev, (n - off < m ? n - off : m) * eb, NULL) == TILE_OK;
+  } else if (ok) {
+    ok = tile_memset_d8(g->rt, dev, 0, n * eb) == TILE_OK;
+  }
+  /* the copies are asynchronous: done before their source is freed */
+  ok = tile_synchronize(g->rt) == TILE_OK && ok;
+  dbuf_free(g, &b);
+  if (!ok && dev) tile_mem_free(g->rt, dev);
   return ok ? dev : 0;
 }
 
