@@ -115,6 +115,9 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
   bool have_ws = variant_build(g, "lang/std/flash_attention_ws.tile", defs, &ws);
   uint64_t q = dev_bf16(g, n, 1, true), k = dev_bf16(g, n, 2, true), v = dev_bf16(g, n, 3, true);
   uint64_t o1 = dev_bf16(g, n, 0, false), o2 = dev_bf16(g, n, 0, false);
+  /* the ws forward's lse: [batch * heads, seqlen] f32 (as many bytes as
+   * ATTN_TOKENS * heads * 4 = 2 bf16 per row and head) */
+  uint64_t lse = dev_bf16(g, (size_t)ATTN_TOKENS * heads * 2, 0, false);
   double scale = 1.0 / sqrt((double)s->dim);
   int64_t per_head = (int64_t)s->seqlen * s->dim;
   if (have_fwd && q && k && v && o1) {
@@ -130,7 +133,7 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
     snprintf(name, sizeof name, "attention fwd %s tile cp.async (flash_attention.tile)", what);
     if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
   }
-  if (have_ws && q && k && v && o2) {
+  if (have_ws && q && k && v && o2 && lse) {
     int64_t rows = (int64_t)batch * heads * s->seqlen;
     tile_tensor tq = {q, 2, {rows, s->dim}, {s->dim, 1}}, tk = {k, 2, {rows, s->dim}, {s->dim, 1}};
     tile_tensor tv = {v, 2, {rows, s->dim}, {s->dim, 1}};
@@ -138,9 +141,10 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
     l.k[0] = ws.kernel;
     int64_t bm = variant_const(&ws, "BLOCK_M", 128);
     l.grid[0][0] = (uint32_t)((s->seqlen + bm - 1) / bm), l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
-    tile_arg a[8] = {tile_arg_ptr(o2),        tile_arg_tensor(&tq), tile_arg_tensor(&tk), tile_arg_tensor(&tv),
-                     tile_arg_i64(s->seqlen), tile_arg_i64(heads),  tile_arg_i64(heads),  tile_arg_f64(scale)};
-    memcpy(l.args[0], a, sizeof a), l.nargs[0] = 8;
+    tile_arg a[9] = {tile_arg_ptr(o2),        tile_arg_ptr(lse),    tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+                     tile_arg_tensor(&tv),    tile_arg_i64(s->seqlen), tile_arg_i64(heads), tile_arg_i64(heads),
+                     tile_arg_f64(scale)};
+    memcpy(l.args[0], a, sizeof a), l.nargs[0] = 9;
     double ms = bench_time_ms(g, do_attn, &l);
     snprintf(name, sizeof name, "attention fwd %s tile ws 1+2 wg TMA (flash_attention_ws.tile)", what);
     if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
@@ -179,7 +183,7 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
   }
   if (have_fwd) variant_free(&fwd);
   if (have_ws) variant_free(&ws);
-  uint64_t bufs[] = {q, k, v, o1, o2};
+  uint64_t bufs[] = {q, k, v, o1, o2, lse};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
 }

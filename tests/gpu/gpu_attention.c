@@ -6,9 +6,10 @@
  * and dv are checked against the float64 reference on the same (rounded)
  * inputs (tests/support/attn_ref.h), and on the smallest case the forward
  * also against the interpreter, bit for bit not required (tensor-core sums
- * in another order). The cases without BSHD also run the warp-specialized
- * forward (flash_attention_ws.tile) on the same inputs, and every case
- * runs again through tile_attention.h, which must give the same bits. */
+ * in another order). Every case also runs the warp-specialized forward
+ * (flash_attention_ws.tile: out and lse, the window and BSHD included) on
+ * the same inputs, and runs again through tile_attention.h, which must
+ * give the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,36 +106,44 @@ static bool forward_matches_interpreter(const Variant *fwd, DBuf *bufs, const ti
 }
 
 /* flash_attention_ws.tile (the warp-specialized forward) on the same
- * inputs, BHSD only (its descriptors see q, k, v as matrices of rows):
- * out against the reference. */
-static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want) {
-  char dim[8];
-  snprintf(dim, sizeof dim, "%d", c->dim);
-  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};
+ * inputs, its descriptors seeing q, k, v as matrices (rows of a head's
+ * sequence for BHSD, rows of tokens for BSHD): out and lse against the
+ * reference. */
+static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
+                               const double *want_lse) {
+  char dim[8], window[16];
+  snprintf(dim, sizeof dim, "%d", c->dim), snprintf(window, sizeof window, "%d", c->window);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window,
+                        "BSHD", c->bshd ? "true" : "false", NULL};
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws.tile", defs, &w)) return false;
-  DBuf out;
-  bool ok = dbuf_alloc(g, &out, "out", "bf16", q->n);
-  if (ok) dbuf_poison(&out), ok = dbuf_upload(g, &out);
-  int64_t qrows = (int64_t)c->batch * c->heads * c->seqlen, kvrows = (int64_t)c->batch * c->heads_kv * c->seqlen;
-  tile_tensor tq = {q->dev, 2, {qrows, c->dim}, {c->dim, 1}}, tk = {k->dev, 2, {kvrows, c->dim}, {c->dim, 1}};
-  tile_tensor tv = {v->dev, 2, {kvrows, c->dim}, {c->dim, 1}};
-  tile_arg a[8] = {tile_arg_ptr(out.dev), tile_arg_tensor(&tq), tile_arg_tensor(&tk), tile_arg_tensor(&tv),
-                   tile_arg_i64(c->seqlen), tile_arg_i64(c->heads), tile_arg_i64(c->heads_kv),
-                   tile_arg_f64(1.0 / sqrt((double)c->dim))};
+  size_t rows = (size_t)c->batch * c->heads * c->seqlen;
+  DBuf out, lse;
+  memset(&lse, 0, sizeof lse);
+  bool ok = dbuf_alloc(g, &out, "out", "bf16", q->n) && dbuf_alloc(g, &lse, "lse", "f32", rows);
+  if (ok) dbuf_poison(&out), dbuf_poison(&lse), ok = dbuf_upload(g, &out) && dbuf_upload(g, &lse);
+  int64_t qr = (int64_t)rows, qc = c->dim, kr = (int64_t)c->batch * c->heads_kv * c->seqlen, kc = c->dim;
+  if (c->bshd) qr = kr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim, kc = (int64_t)c->heads_kv * c->dim;
+  tile_tensor tq = {q->dev, 2, {qr, qc}, {qc, 1}}, tk = {k->dev, 2, {kr, kc}, {kc, 1}};
+  tile_tensor tv = {v->dev, 2, {kr, kc}, {kc, 1}};
+  tile_arg a[9] = {tile_arg_ptr(out.dev),   tile_arg_ptr(lse.dev),   tile_arg_tensor(&tq),
+                   tile_arg_tensor(&tk),    tile_arg_tensor(&tv),    tile_arg_i64(c->seqlen),
+                   tile_arg_i64(c->heads),  tile_arg_i64(c->heads_kv), tile_arg_f64(1.0 / sqrt((double)c->dim))};
   uint32_t grid[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&w, "BLOCK_M", 128)),
                       (uint32_t)(c->batch * c->heads), 1};
-  if (ok && (tile_launch(w.kernel, grid, NULL, a, 8) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+  if (ok && (tile_launch(w.kernel, grid, NULL, a, 9) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
     printf("  flash_attention_ws launch failed: %s\n", tile_last_error());
     ok = false;
   }
-  if (ok) ok = dbuf_download(g, &out);
+  if (ok) ok = dbuf_download(g, &out) && dbuf_download(g, &lse);
   if (ok) {
-    double e = error_of(&out, want);
+    double e = error_of(&out, want), e_lse = 0;
+    for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - want_lse[i]));
     if (!(e <= ATTN_BF16_TOL)) printf("  flash_attention_ws out: relative error %.3g\n", e);
-    ok = e <= ATTN_BF16_TOL;
+    if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws lse: max abs error %.3g\n", e_lse);
+    ok = e <= ATTN_BF16_TOL && e_lse <= ATTN_LSE_TOL;
   }
-  dbuf_free(g, &out);
+  dbuf_free(g, &out), dbuf_free(g, &lse);
   variant_free(&w);
   return ok;
 }
@@ -198,7 +207,7 @@ static bool run_ws_only(Gpu *g, const AttnCase *c, uint64_t seed) {
     AttnRefOut r = {calloc(nq, sizeof(double)), calloc((size_t)c->batch * c->heads * c->seqlen, sizeof(double)),
                     calloc(nq, sizeof(double)), calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
     attn_ref_train(&rs, in[0], in[1], in[2], dout, 1.0 / sqrt((double)c->dim), &r);
-    ok = ws_forward_matches(g, c, &q, &k, &v, r.out);
+    ok = ws_forward_matches(g, c, &q, &k, &v, r.out, r.lse);
     free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(dout);
     for (int i = 0; i < 3; i++) free(in[i]);
   }
@@ -289,7 +298,7 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
     for (size_t i = 0; i < rows; i++) lse_err = fmax(lse_err, fabs(dbuf_get(&b[LSE], i) - r.lse[i]));
     if (!(lse_err <= ATTN_LSE_TOL)) printf("  lse: max abs error %.3g (limit %.3g)\n", lse_err, ATTN_LSE_TOL);
     ok = ok && lse_err <= ATTN_LSE_TOL;
-    if (ok && !c->bshd && !c->window) ok = ws_forward_matches(g, c, &b[Q], &b[K], &b[V], r.out);
+    if (ok) ok = ws_forward_matches(g, c, &b[Q], &b[K], &b[V], r.out, r.lse);
     free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
     for (int i = 0; i < 4; i++) free(in[i]);
   }

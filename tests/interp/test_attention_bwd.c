@@ -154,50 +154,67 @@ Test(attention_bwd, d64_full_window_150_bf16) {
 
 /* ---- flash_attention_ws.tile: the warp-specialized forward ---- */
 
-static void check_attention_ws(int batch, int heads, int heads_kv, int seqlen, int dim, bool causal, uint64_t seed) {
-  char d[8];
-  snprintf(d, sizeof d, "%d", dim);
-  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", NULL};
+static void check_attention_ws(Shape s, uint64_t seed) {
+  char d[8], w[16];
+  snprintf(d, sizeof d, "%d", s.dim), snprintf(w, sizeof w, "%d", s.window);
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "WINDOW", w,
+                        "BSHD", s.bshd ? "true" : "false", NULL};
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws.tile", NULL, defs);
-  size_t nq = (size_t)batch * heads * seqlen * dim, nkv = (size_t)batch * heads_kv * seqlen * dim;
+  size_t nq = (size_t)s.batch * s.heads * s.seqlen * s.dim, nkv = (size_t)s.batch * s.heads_kv * s.seqlen * s.dim;
+  size_t rows = (size_t)s.batch * s.heads * s.seqlen;
   HBuf q = hbuf_new("bf16", nq, "q"), k = hbuf_new("bf16", nkv, "k"), v = hbuf_new("bf16", nkv, "v");
-  HBuf out = hbuf_new("bf16", nq, "out"), dout = hbuf_new("bf16", nq, "dout");
+  HBuf out = hbuf_new("bf16", nq, "out"), dout = hbuf_new("bf16", nq, "dout"), lse = hbuf_new("f32", rows, "lse");
   Rng rng = {seed};
   hbuf_fill_uniform(&q, &rng, -1, 1), hbuf_fill_uniform(&k, &rng, -1, 1), hbuf_fill_uniform(&v, &rng, -1, 1);
   hbuf_fill_uniform(&dout, &rng, -1, 1);
-  hbuf_poison(&out);
-  double scale = 1.0 / sqrt((double)dim);
-  int64_t qrows = (int64_t)batch * heads * seqlen, kvrows = (int64_t)batch * heads_kv * seqlen;
-  tc_arg args[8] = {{.p = out.data},
-                    {.p = q.data, .shape = {qrows, dim}, .strides = {dim, 1}},
-                    {.p = k.data, .shape = {kvrows, dim}, .strides = {dim, 1}},
-                    {.p = v.data, .shape = {kvrows, dim}, .strides = {dim, 1}},
-                    {.i = seqlen},
-                    {.i = heads},
-                    {.i = heads_kv},
+  hbuf_poison(&out), hbuf_poison(&lse);
+  double scale = 1.0 / sqrt((double)s.dim);
+  /* the descriptors' matrices: rows of one head's sequence (BHSD) or of
+   * tokens with every head side by side (BSHD) */
+  int64_t qr = (int64_t)s.batch * s.heads * s.seqlen, qc = s.dim;
+  int64_t kr = (int64_t)s.batch * s.heads_kv * s.seqlen, kc = s.dim;
+  if (s.bshd) qr = kr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim, kc = (int64_t)s.heads_kv * s.dim;
+  tc_arg args[9] = {{.p = out.data},
+                    {.p = lse.data},
+                    {.p = q.data, .shape = {qr, qc}, .strides = {qc, 1}},
+                    {.p = k.data, .shape = {kr, kc}, .strides = {kc, 1}},
+                    {.p = v.data, .shape = {kr, kc}, .strides = {kc, 1}},
+                    {.i = s.seqlen},
+                    {.i = s.heads},
+                    {.i = s.heads_kv},
                     {.f = (float)scale}};
-  const HBuf *bufs[] = {&out, &q, &k, &v};
+  const HBuf *bufs[] = {&out, &lse, &q, &k, &v};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){harness_cdiv(seqlen, block_m), (int64_t)batch * heads, 1}, args, 8, bufs, 4);
-  Strides sq = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16", 0}, heads);
-  Strides skv = strides_of((Shape){batch, heads, heads_kv, seqlen, dim, causal, false, "bf16", 0}, heads_kv);
-  AttnRefShape rs = {batch, heads, heads_kv, seqlen, dim, causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n, 0};
+  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 9, bufs, 5);
+  Strides sq = strides_of(s, s.heads), skv = strides_of(s, s.heads_kv);
+  AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
+                     s.window};
   double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
-  AttnRefOut r = {calloc(nq, sizeof(double)), calloc((size_t)qrows, sizeof(double)), calloc(nq, sizeof(double)),
+  AttnRefOut r = {calloc(nq, sizeof(double)), calloc(rows, sizeof(double)), calloc(nq, sizeof(double)),
                   calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
   attn_ref_train(&rs, in[0], in[1], in[2], in[3], (float)scale, &r);
-  double e = rel_error(&out, r.out, nq);
-  cr_expect_lt(e, BF16_TOL, "ws b%d h%d/%d n%d d%d causal %d: rel error %g", batch, heads, heads_kv, seqlen, dim, causal, e);
+  char what[96];
+  snprintf(what, sizeof what, "ws b%d h%d/%d n%d d%d %s%s window %d", s.batch, s.heads, s.heads_kv, s.seqlen, s.dim,
+           s.causal ? "causal" : "full", s.bshd ? " bshd" : "", s.window);
+  double e = rel_error(&out, r.out, nq), e_lse = 0;
+  for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
+  cr_expect_lt(e, BF16_TOL, "%s: out rel error %g", what, e);
+  cr_expect_lt(e_lse, LSE_TOL, "%s: lse max abs error %g", what, e_lse);
   free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
   for (int i = 0; i < 4; i++) free(in[i]);
-  hbuf_free(&q), hbuf_free(&k), hbuf_free(&v), hbuf_free(&out), hbuf_free(&dout);
+  hbuf_free(&q), hbuf_free(&k), hbuf_free(&v), hbuf_free(&out), hbuf_free(&dout), hbuf_free(&lse);
   tc_free(c);
 }
 
-Test(attention_ws, d128_full_odd_length) { check_attention_ws(1, 2, 2, 150, 128, false, 61); }
-Test(attention_ws, d64_causal_gqa) { check_attention_ws(2, 4, 2, 200, 64, true, 62); }
-Test(attention_ws, d256_causal) { check_attention_ws(1, 2, 1, 90, 256, true, 63); }
+Test(attention_ws, d128_full_odd_length) { check_attention_ws((Shape){1, 2, 2, 150, 128, false, false, "bf16", 0}, 61); }
+Test(attention_ws, d64_causal_gqa) { check_attention_ws((Shape){2, 4, 2, 200, 64, true, false, "bf16", 0}, 62); }
+Test(attention_ws, d256_causal) { check_attention_ws((Shape){1, 2, 1, 90, 256, true, false, "bf16", 0}, 63); }
+Test(attention_ws, d64_bshd_gqa_full) { check_attention_ws((Shape){2, 4, 1, 130, 64, false, true, "bf16", 0}, 64); }
+Test(attention_ws, d64_causal_window_70_bshd) {
+  check_attention_ws((Shape){1, 2, 2, 300, 64, true, true, "bf16", 70}, 65);
+}
+Test(attention_ws, d128_full_window_200) { check_attention_ws((Shape){1, 1, 1, 333, 128, false, false, "bf16", 200}, 66); }
 
 /* ---- flash_attention_varlen.tile: packed sequences of different lengths ---- */
 

@@ -83,6 +83,8 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "256", NULL}},
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "256", "CAUSAL", "true", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"CAUSAL", "true", "WINDOW", "256", "BSHD", "true", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "WINDOW", "100", NULL}},
     {"lang/std/flash_attention_varlen.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
