@@ -141,10 +141,11 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
     l.k[0] = ws.kernel;
     int64_t bm = variant_const(&ws, "BLOCK_M", 128);
     l.grid[0][0] = (uint32_t)((s->seqlen + bm - 1) / bm), l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
-    tile_arg a[9] = {tile_arg_ptr(o2),        tile_arg_ptr(lse),    tile_arg_tensor(&tq), tile_arg_tensor(&tk),
-                     tile_arg_tensor(&tv),    tile_arg_i64(s->seqlen), tile_arg_i64(heads), tile_arg_i64(heads),
-                     tile_arg_f64(scale)};
-    memcpy(l.args[0], a, sizeof a), l.nargs[0] = 9;
+    /* (cu_q, cu_k: not read without VARLEN) */
+    tile_arg a[11] = {tile_arg_ptr(o2),        tile_arg_ptr(lse),    tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+                      tile_arg_tensor(&tv),    tile_arg_ptr(lse),    tile_arg_ptr(lse),    tile_arg_i64(s->seqlen),
+                      tile_arg_i64(heads),     tile_arg_i64(heads),  tile_arg_f64(scale)};
+    memcpy(l.args[0], a, sizeof a), l.nargs[0] = 11;
     double ms = bench_time_ms(g, do_attn, &l);
     snprintf(name, sizeof name, "attention fwd %s tile ws 1+2 wg TMA (flash_attention_ws.tile)", what);
     if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");

@@ -126,12 +126,14 @@ static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf
   if (c->bshd) qr = kr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim, kc = (int64_t)c->heads_kv * c->dim;
   tile_tensor tq = {q->dev, 2, {qr, qc}, {qc, 1}}, tk = {k->dev, 2, {kr, kc}, {kc, 1}};
   tile_tensor tv = {v->dev, 2, {kr, kc}, {kc, 1}};
-  tile_arg a[9] = {tile_arg_ptr(out.dev),   tile_arg_ptr(lse.dev),   tile_arg_tensor(&tq),
-                   tile_arg_tensor(&tk),    tile_arg_tensor(&tv),    tile_arg_i64(c->seqlen),
-                   tile_arg_i64(c->heads),  tile_arg_i64(c->heads_kv), tile_arg_f64(1.0 / sqrt((double)c->dim))};
+  /* cu_q, cu_k are not read without VARLEN */
+  tile_arg a[11] = {tile_arg_ptr(out.dev),    tile_arg_ptr(lse.dev),   tile_arg_tensor(&tq),
+                    tile_arg_tensor(&tk),     tile_arg_tensor(&tv),    tile_arg_ptr(lse.dev),
+                    tile_arg_ptr(lse.dev),    tile_arg_i64(c->seqlen), tile_arg_i64(c->heads),
+                    tile_arg_i64(c->heads_kv), tile_arg_f64(1.0 / sqrt((double)c->dim))};
   uint32_t grid[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&w, "BLOCK_M", 128)),
                       (uint32_t)(c->batch * c->heads), 1};
-  if (ok && (tile_launch(w.kernel, grid, NULL, a, 9) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+  if (ok && (tile_launch(w.kernel, grid, NULL, a, 11) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
     printf("  flash_attention_ws launch failed: %s\n", tile_last_error());
     ok = false;
   }
@@ -327,12 +329,16 @@ static const VarlenCase varlen_cases[] = {
      {40, 150, 64, 9, 777, 1200, 33, 300}},
 };
 
-static bool run_varlen(Gpu *g, const VarlenCase *c, uint64_t seed) {
+/* With ws, flash_attention_ws.tile with VARLEN (descriptors over the rows
+ * of tokens) on the same problem. */
+static bool run_varlen(Gpu *g, const VarlenCase *c, bool ws, uint64_t seed) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
-  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", NULL};
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "VARLEN", "true", NULL};
+  if (!ws) defs[4] = NULL;
   Variant w;
-  if (!variant_build(g, "lang/std/flash_attention_varlen.tile", defs, &w)) return false;
+  if (!variant_build(g, ws ? "lang/std/flash_attention_ws.tile" : "lang/std/flash_attention_varlen.tile", defs, &w))
+    return false;
   int cq[VARLEN_BATCH + 1] = {0}, ck[VARLEN_BATCH + 1] = {0}, max_q = 0;
   for (int b = 0; b < VARLEN_BATCH; b++) {
     cq[b + 1] = cq[b] + c->len_q[b], ck[b + 1] = ck[b] + c->len_k[b];
@@ -358,8 +364,16 @@ static bool run_varlen(Gpu *g, const VarlenCase *c, uint64_t seed) {
                     tile_arg_ptr(b[V].dev),   tile_arg_ptr(b[CQ].dev),  tile_arg_ptr(b[CK].dev), tile_arg_i64(c->heads),
                     tile_arg_i64(c->heads_kv), tile_arg_f64(scale), tile_arg_i64(c->heads * c->dim),
                     tile_arg_i64(c->dim), tile_arg_i64(c->heads_kv * c->dim), tile_arg_i64(c->dim)};
+  int64_t qc = (int64_t)c->heads * c->dim, kc = (int64_t)c->heads_kv * c->dim;
+  tile_tensor tq = {b[Q].dev, 2, {cq[VARLEN_BATCH], qc}, {qc, 1}}, tk = {b[K].dev, 2, {ck[VARLEN_BATCH], kc}, {kc, 1}};
+  tile_tensor tv = {b[V].dev, 2, {ck[VARLEN_BATCH], kc}, {kc, 1}};
+  tile_arg wa[11] = {tile_arg_ptr(b[OUT].dev), tile_arg_ptr(b[LSE].dev), tile_arg_tensor(&tq),
+                     tile_arg_tensor(&tk),     tile_arg_tensor(&tv),     tile_arg_ptr(b[CQ].dev),
+                     tile_arg_ptr(b[CK].dev),  tile_arg_i64(0),          tile_arg_i64(c->heads),
+                     tile_arg_i64(c->heads_kv), tile_arg_f64(scale)};
   uint32_t grid[3] = {(uint32_t)grid_of(max_q, variant_const(&w, "BLOCK_M", 128)), (uint32_t)(VARLEN_BATCH * c->heads), 1};
-  if (ok && (tile_launch(w.kernel, grid, NULL, a, 14) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+  if (ok && (tile_launch(w.kernel, grid, NULL, ws ? wa : a, ws ? 11 : 14) != TILE_OK ||
+             tile_synchronize(g->rt) != TILE_OK)) {
     printf("  launch failed: %s\n", tile_last_error());
     ok = false;
   }
@@ -398,10 +412,13 @@ int gpu_attention_tests(Gpu *g, const char *only) {
     double t0 = now_ms();
     report(g, cases[i].name, run_attention(g, &cases[i], 7000 + i), t0, &failed);
   }
-  for (size_t i = 0; i < sizeof varlen_cases / sizeof varlen_cases[0]; i++) {
-    if (only && !strstr(varlen_cases[i].name, only)) continue;
-    double t0 = now_ms();
-    report(g, varlen_cases[i].name, run_varlen(g, &varlen_cases[i], 7100 + i), t0, &failed);
-  }
+  for (int ws = 0; ws < 2; ws++)
+    for (size_t i = 0; i < sizeof varlen_cases / sizeof varlen_cases[0]; i++) {
+      char name[128];
+      snprintf(name, sizeof name, "%s%s", varlen_cases[i].name, ws ? " (flash_attention_ws)" : "");
+      if (only && !strstr(name, only)) continue;
+      double t0 = now_ms();
+      report(g, name, run_varlen(g, &varlen_cases[i], ws, 7100 + i), t0, &failed);
+    }
   return failed;
 }

@@ -174,11 +174,13 @@ static void check_attention_ws(Shape s, uint64_t seed) {
   int64_t qr = (int64_t)s.batch * s.heads * s.seqlen, qc = s.dim;
   int64_t kr = (int64_t)s.batch * s.heads_kv * s.seqlen, kc = s.dim;
   if (s.bshd) qr = kr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim, kc = (int64_t)s.heads_kv * s.dim;
-  tc_arg args[9] = {{.p = out.data},
+  tc_arg args[11] = {{.p = out.data},
                     {.p = lse.data},
                     {.p = q.data, .shape = {qr, qc}, .strides = {qc, 1}},
                     {.p = k.data, .shape = {kr, kc}, .strides = {kc, 1}},
                     {.p = v.data, .shape = {kr, kc}, .strides = {kc, 1}},
+                    {.p = lse.data}, /* cu_q, cu_k: not read without VARLEN */
+                    {.p = lse.data},
                     {.i = s.seqlen},
                     {.i = s.heads},
                     {.i = s.heads_kv},
@@ -186,7 +188,7 @@ static void check_attention_ws(Shape s, uint64_t seed) {
   const HBuf *bufs[] = {&out, &lse, &q, &k, &v};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 9, bufs, 5);
+  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 11, bufs, 5);
   Strides sq = strides_of(s, s.heads), skv = strides_of(s, s.heads_kv);
   AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
                      s.window};
@@ -221,13 +223,16 @@ Test(attention_ws, d128_full_window_200) { check_attention_ws((Shape){1, 1, 1, 3
 /* Sequences per varlen test batch, at most. */
 #define ATTN_MAX_BATCH 8
 
+/* With ws, flash_attention_ws.tile with VARLEN on the same problem. */
 static void check_varlen(const int *len_q, const int *len_k, int batch, int heads, int heads_kv, int dim, bool causal,
-                         uint64_t seed) {
+                         bool ws, uint64_t seed) {
   char d[8];
   snprintf(d, sizeof d, "%d", dim);
-  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", NULL};
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", "VARLEN", "true", NULL};
+  if (!ws) defs[4] = NULL;
   cr_assert(batch <= ATTN_MAX_BATCH);
-  tc_compilation *c = harness_compile("lang/std/flash_attention_varlen.tile", NULL, defs);
+  tc_compilation *c =
+      harness_compile(ws ? "lang/std/flash_attention_ws.tile" : "lang/std/flash_attention_varlen.tile", NULL, defs);
   HBuf cu_q = hbuf_new("i32", (size_t)batch + 1, "cu_q"), cu_k = hbuf_new("i32", (size_t)batch + 1, "cu_k");
   int tq = 0, tk = 0, max_q = 0;
   for (int b = 0; b < batch; b++) {
@@ -251,7 +256,23 @@ static void check_varlen(const int *len_q, const int *len_k, int batch, int head
   const HBuf *bufs[] = {&out, &lse, &q, &k, &v, &cu_q, &cu_k};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){harness_cdiv(max_q, block_m), (int64_t)batch * heads, 1}, args, 14, bufs, 7);
+  int64_t grid[3] = {harness_cdiv(max_q, block_m), (int64_t)batch * heads, 1};
+  if (ws) { /* descriptors over the rows of tokens; seqlen is not read */
+    tc_arg wa[11] = {{.p = out.data},
+                     {.p = lse.data},
+                     {.p = q.data, .shape = {tq, (int64_t)heads * dim}, .strides = {(int64_t)heads * dim, 1}},
+                     {.p = k.data, .shape = {tk, (int64_t)heads_kv * dim}, .strides = {(int64_t)heads_kv * dim, 1}},
+                     {.p = v.data, .shape = {tk, (int64_t)heads_kv * dim}, .strides = {(int64_t)heads_kv * dim, 1}},
+                     {.p = cu_q.data},
+                     {.p = cu_k.data},
+                     {.i = 0},
+                     {.i = heads},
+                     {.i = heads_kv},
+                     {.f = (float)scale}};
+    harness_run(c, grid, wa, 11, bufs, 7);
+  } else {
+    harness_run(c, grid, args, 14, bufs, 7);
+  }
   int cq[ATTN_MAX_BATCH + 1], ck[ATTN_MAX_BATCH + 1];
   for (int i = 0; i <= batch; i++) cq[i] = (int)hbuf_get(&cu_q, i), ck[i] = (int)hbuf_get(&cu_k, i);
   double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)};
@@ -274,11 +295,19 @@ static void check_varlen(const int *len_q, const int *len_k, int batch, int head
  * with no key to see gets zeros) */
 Test(attention_varlen, d64_full_lengths_1_to_300) {
   const int lq[] = {1, 300, 70, 129}, lk[] = {1, 300, 70, 129};
-  check_varlen(lq, lk, 4, 2, 1, 64, false, 71);
+  check_varlen(lq, lk, 4, 2, 1, 64, false, false, 71);
 }
 Test(attention_varlen, d128_causal_unequal_lengths) {
   const int lq[] = {5, 200, 64}, lk[] = {40, 150, 64};
-  check_varlen(lq, lk, 3, 2, 2, 128, true, 72);
+  check_varlen(lq, lk, 3, 2, 2, 128, true, false, 72);
+}
+Test(attention_varlen, ws_d64_full_lengths_1_to_300) {
+  const int lq[] = {1, 300, 70, 129}, lk[] = {1, 300, 70, 129};
+  check_varlen(lq, lk, 4, 2, 1, 64, false, true, 73);
+}
+Test(attention_varlen, ws_d128_causal_unequal_lengths) {
+  const int lq[] = {5, 200, 64}, lk[] = {40, 150, 64};
+  check_varlen(lq, lk, 3, 2, 2, 128, true, true, 74);
 }
 
 /* ---- flash_attention_fp8.tile: e4m3 inputs with per-tensor scales ---- */
