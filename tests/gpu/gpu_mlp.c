@@ -5,7 +5,9 @@
  * and the combine, in one stream with no host round trip), against
  * float64 on the same rounded inputs, outputs poisoned first, at token
  * counts that are not multiples of the blocks and with experts that no
- * token chooses. The persistent kernels run on as many programs as SMs. */
+ * token chooses. The persistent kernels run on as many programs as SMs.
+ * Each MLP case runs again through tile_mlp.h, which must give the same
+ * bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "act_ref.h"
 #include "gpu_common.h"
+#include "tile_mlp.h"
 
 #define MLP_TOL 1e-2
 #define MLP_FILE "lang/std/mlp.tile"
@@ -55,6 +58,30 @@ static bool launch(Gpu *g, const Variant *v, uint32_t gx, uint32_t gy, const til
 }
 
 /* h = act(x @ wg) * (x @ wu), then y = h @ wd + residual. */
+/* The same layer through tile_mlp.h (the embedded kernels): h (the
+ * workspace) and y must equal the direct launches' bit for bit. */
+static bool api_matches(Gpu *g, int act, uint64_t x, uint64_t wg, uint64_t wu, uint64_t wd, uint64_t res,
+                        const DBuf *h, const DBuf *y, int tokens, int dm, int dff) {
+  tile_mlp *m = NULL;
+  tile_mlp_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .act = (tile_mlp_activation)act};
+  DBuf h2, y2;
+  memset(&h2, 0, sizeof h2), memset(&y2, 0, sizeof y2);
+  bool ok = tile_mlp_create(g->rt, &m) == TILE_OK && dbuf_alloc(g, &h2, "h", "bf16", h->n) &&
+            dbuf_alloc(g, &y2, "y", "bf16", y->n);
+  if (ok) dbuf_poison(&h2), dbuf_poison(&y2), ok = dbuf_upload(g, &h2) && dbuf_upload(g, &y2);
+  ok = ok && tile_mlp_workspace_bytes(&p) == h->n * 2 &&
+       tile_mlp_forward(m, &p, y2.dev, x, wg, wu, wd, res, h2.dev, NULL) == TILE_OK &&
+       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &h2) && dbuf_download(g, &y2);
+  if (!ok) printf("  tile_mlp_forward failed: %s\n", tile_last_error());
+  if (ok && (memcmp(h2.host, h->host, h->n * 2) || memcmp(y2.host, y->host, y->n * 2))) {
+    printf("  tile_mlp_forward: h or y differ from the direct launches\n");
+    ok = false;
+  }
+  dbuf_free(g, &h2), dbuf_free(g, &y2);
+  tile_mlp_destroy(m);
+  return ok;
+}
+
 static bool run_mlp(Gpu *g, int act, uint64_t seed) {
   const int tokens = 1000, dm = 264, dff = 520;
   char a[4];
@@ -106,6 +133,7 @@ static bool run_mlp(Gpu *g, int act, uint64_t seed) {
     ok = eh <= MLP_TOL && ey <= MLP_TOL;
     free(want_h), free(want_y);
   }
+  if (ok) ok = api_matches(g, act, b[X].dev, b[WG].dev, b[WU].dev, b[WD].dev, b[RES].dev, &b[H], &b[Y], tokens, dm, dff);
   for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
   variant_free(&up), variant_free(&down);
   return ok;

@@ -1,0 +1,69 @@
+/* tile_mlp.h - the fused gated MLP from C, over libtile: the standard
+ * library's kernels (lang/std/mlp.tile), compiled when the library is
+ * built for every activation it offers and embedded, picked per call. No
+ * launch code to write:
+ *
+ *   tile_mlp *mlp;
+ *   tile_mlp_create(rt, &mlp);
+ *   tile_mlp_problem p = {.tokens = 8192, .d_model = 4096, .d_ff = 14336, .act = TILE_MLP_SWIGLU};
+ *   tile_mlp_forward(mlp, &p, y, x, w_gate, w_up, w_down, residual, workspace, NULL);
+ *
+ * computes, in two launches (mlp_gate_up, mlp_down),
+ *
+ *   h = act(x w_gate) * (x w_up)      into the workspace ([tokens, d_ff])
+ *   y = h w_down [+ residual]
+ *
+ * Matrices are bf16 in device memory, row-major and contiguous: x, y and
+ * residual are [tokens, d_model], w_gate and w_up [d_model, d_ff], w_down
+ * [d_ff, d_model]. residual 0 means none. The workspace holds h:
+ * tile_mlp_workspace_bytes(p) bytes; after the call it is the layer's
+ * intermediate activation (what a backward pass needs). Calls are
+ * asynchronous on the stream (NULL: the default stream), as tile_launch.
+ *
+ * Every function returns a tile_status; a wrong problem (sizes below 1,
+ * d_model or d_ff not a multiple of 8, an unknown activation, a NULL or
+ * misaligned pointer) is TILE_ERROR_INVALID_ARGUMENT with tile_last_error()
+ * naming the field. */
+#ifndef TILE_MLP_H
+#define TILE_MLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tile_mlp tile_mlp;
+
+typedef enum tile_mlp_activation {
+  TILE_MLP_SWIGLU = 0,     /* silu(g) * u */
+  TILE_MLP_GEGLU = 1,      /* gelu(g) * u, the exact gelu (erf) */
+  TILE_MLP_GEGLU_TANH = 2, /* gelu(g) * u, the tanh approximation */
+} tile_mlp_activation;
+
+typedef struct tile_mlp_problem {
+  int tokens, d_model, d_ff; /* d_model and d_ff multiples of 8 */
+  tile_mlp_activation act;
+} tile_mlp_problem;
+
+/* Loads the kernels on rt's device. */
+tile_status tile_mlp_create(tile_runtime *rt, tile_mlp **out);
+/* Unloads them. NULL is allowed. */
+void tile_mlp_destroy(tile_mlp *m);
+
+/* Bytes of the forward's workspace (h, bf16); 0 for an invalid problem. */
+size_t tile_mlp_workspace_bytes(const tile_mlp_problem *p);
+
+/* y = (act(x w_gate) * (x w_up)) w_down [+ residual]; residual may be 0. */
+tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t x, uint64_t w_gate,
+                             uint64_t w_up, uint64_t w_down, uint64_t residual, uint64_t workspace,
+                             tile_stream *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
