@@ -117,10 +117,10 @@ static void bench_swiglu(Gpu *g) {
 }
 
 static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top_k, int d, int dff) {
-  char e_s[16], k_s[16], name[MLP_NAME_BYTES];
-  snprintf(e_s, sizeof e_s, "%d", experts), snprintf(k_s, sizeof k_s, "%d", top_k);
-  const char *const rd[] = {"EXPERTS", e_s, "TOP_K", k_s, NULL}, *kd[] = {"TOP_K", k_s, NULL};
+  char e_s[16], name[MLP_NAME_BYTES];
+  snprintf(e_s, sizeof e_s, "%d", experts);
   const char *const ed[] = {"EXPERTS", e_s, NULL}, *g1[] = {"EXPERTS", e_s, "GATED", "true", NULL};
+  const char *const *rd = ed, *const *kd = NULL; /* top_k, score and renorm are arguments */
   const char *const g2[] = {"EXPERTS", e_s, "GATHER", "false", NULL};
   static const char *const kernels[7] = {"moe_route", "moe_count", "moe_offsets", "moe_scatter",
                                          "moe_gemm",  "moe_gemm",  "moe_combine"};
@@ -141,15 +141,18 @@ static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top
   uint64_t all[] = {lg, ids, wts, cnt, off, cur, row, tok, x, w1, w3, w2, hid, out, y};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ok = ok && all[i];
   if (ok) {
-    uint32_t sms = (uint32_t)g->props.sm_count, t32 = (uint32_t)(tokens + 31) / 32, t256 = (uint32_t)(tokens + 255) / 256;
+    uint32_t sms = (uint32_t)g->props.sm_count, t32 = (uint32_t)(tokens + 31) / 32;
+    uint32_t bp = (uint32_t)variant_const(&v[1], "BLOCK", 512), pg = (uint32_t)((pairs + bp - 1) / bp);
     Layer l = {.g = g, .nsteps = 7, .zero = cnt, .zero_bytes = (size_t)experts * 4};
     l.steps[0] = (Step){v[0].kernel, {t32, 1}, {tile_arg_ptr(ids), tile_arg_ptr(wts), tile_arg_ptr(lg),
-                                                tile_arg_i64(tokens), tile_arg_i64(experts), tile_arg_i64(experts)}, 6};
-    l.steps[1] = (Step){v[1].kernel, {t256, 1}, {tile_arg_ptr(cnt), tile_arg_ptr(ids), tile_arg_i64(tokens)}, 3};
+                                                tile_arg_i64(tokens), tile_arg_i64(experts), tile_arg_i64(experts),
+                                                tile_arg_i64(top_k), tile_arg_i64(0), tile_arg_bool(true)}, 9};
+    l.steps[1] = (Step){v[1].kernel, {pg, 1}, {tile_arg_ptr(cnt), tile_arg_ptr(ids), tile_arg_i64(tokens),
+                                               tile_arg_i64(top_k)}, 4};
     l.steps[2] = (Step){v[2].kernel, {1, 1}, {tile_arg_ptr(off), tile_arg_ptr(cur), tile_arg_ptr(cnt),
                                               tile_arg_i64(experts)}, 4};
-    l.steps[3] = (Step){v[3].kernel, {t256, 1}, {tile_arg_ptr(row), tile_arg_ptr(tok), tile_arg_ptr(cur),
-                                                 tile_arg_ptr(ids), tile_arg_i64(tokens)}, 5};
+    l.steps[3] = (Step){v[3].kernel, {pg, 1}, {tile_arg_ptr(row), tile_arg_ptr(tok), tile_arg_ptr(cur),
+                                               tile_arg_ptr(ids), tile_arg_i64(tokens), tile_arg_i64(top_k)}, 6};
     l.steps[4] = (Step){v[4].kernel, {sms, 1}, {tile_arg_ptr(hid), tile_arg_ptr(x), tile_arg_ptr(w1), tile_arg_ptr(w3),
                                                 tile_arg_ptr(off), tile_arg_ptr(tok), tile_arg_i64(experts),
                                                 tile_arg_i64(dff), tile_arg_i64(d)}, 9};
@@ -158,7 +161,7 @@ static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top
                                                 tile_arg_i64(d), tile_arg_i64(dff)}, 9};
     l.steps[6] = (Step){v[6].kernel, {(uint32_t)(tokens + 15) / 16, (uint32_t)(d + 255) / 256},
                         {tile_arg_ptr(y), tile_arg_ptr(out), tile_arg_ptr(wts), tile_arg_ptr(row), tile_arg_i64(tokens),
-                         tile_arg_i64(d)}, 6};
+                         tile_arg_i64(d), tile_arg_i64(top_k)}, 7};
     double ms = bench_time_ms(g, run_layer, &l);
     snprintf(name, sizeof name, "moe %s tile layer (moe.tile, routing to combine)", what);
     if (ms > 0) bench_add_row(name, 2.0 * (double)pairs * d * dff * 3 / (ms * 1e9), 0, "TFLOP/s");

@@ -146,10 +146,10 @@ static bool run_mlp(Gpu *g, int act, uint64_t seed) {
  * with `losers`, experts 3 and 6 lose every vote (no rows). */
 static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, bool losers) {
   const size_t pairs = (size_t)tokens * K;
-  char es[16], ks[16];
-  snprintf(es, sizeof es, "%d", E), snprintf(ks, sizeof ks, "%d", K);
-  const char *const kd[] = {"TOP_K", ks, NULL}, *ed[] = {"EXPERTS", es, NULL};
-  const char *const rd[] = {"EXPERTS", es, "TOP_K", ks, NULL};
+  char es[16];
+  snprintf(es, sizeof es, "%d", E);
+  const char *const ed[] = {"EXPERTS", es, NULL};
+  const char *const *kd = NULL, *const *rd = ed; /* top_k, score and renorm are arguments */
   const char *const g1[] = {"EXPERTS", es, "GATED", "true", NULL};
   Variant v[7];
   memset(v, 0, sizeof v);
@@ -178,24 +178,26 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
     ok = dbuf_upload(g, &b[LOG]) && dbuf_upload(g, &b[CNT]);
   }
 #define P(i) tile_arg_ptr(b[i].dev)
-  uint32_t sms = (uint32_t)g->props.sm_count, bt = 256, rt = 32;
-  tile_arg ra[6] = {P(IDS), P(WTS), P(LOG), tile_arg_i64(tokens), tile_arg_i64(E), tile_arg_i64(E)};
-  tile_arg ca[3] = {P(CNT), P(IDS), tile_arg_i64(tokens)};
+  /* moe_count and moe_scatter: BLOCK (512) pairs per program */
+  uint32_t sms = (uint32_t)g->props.sm_count, bp = (uint32_t)variant_const(&v[1], "BLOCK", 512), rt = 32;
+  tile_arg ra[9] = {P(IDS), P(WTS), P(LOG), tile_arg_i64(tokens), tile_arg_i64(E), tile_arg_i64(E), tile_arg_i64(K),
+                    tile_arg_i64(0), tile_arg_bool(true)};
+  tile_arg ca[4] = {P(CNT), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K)};
   tile_arg oa[4] = {P(OFF), P(CUR), P(CNT), tile_arg_i64(E)};
-  tile_arg sa[5] = {P(ROW), P(TOK), P(CUR), P(IDS), tile_arg_i64(tokens)};
+  tile_arg sa[6] = {P(ROW), P(TOK), P(CUR), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K)};
   tile_arg m1[9] = {P(HID), P(X), P(W1), P(W3), P(OFF), P(TOK), tile_arg_i64(E), tile_arg_i64(dff), tile_arg_i64(dm)};
   tile_arg m2[9] = {P(OUT), P(HID), P(W2), P(W2), P(OFF), P(TOK), tile_arg_i64(E), tile_arg_i64(dm), tile_arg_i64(dff)};
-  tile_arg cb[6] = {P(Y), P(OUT), P(WTS), P(ROW), tile_arg_i64(tokens), tile_arg_i64(dm)};
+  tile_arg cb[7] = {P(Y), P(OUT), P(WTS), P(ROW), tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(K)};
 #undef P
   /* the second GEMM reads the hidden rows in their permuted order: no gather */
-  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 6) && launch(g, &v[1], (tokens + bt - 1) / bt, 1, ca, 3) &&
-       launch(g, &v[2], 1, 1, oa, 4) && launch(g, &v[3], (tokens + bt - 1) / bt, 1, sa, 5) &&
-       launch(g, &v[4], sms, 1, m1, 9);
+  uint32_t pg = (uint32_t)((pairs + bp - 1) / bp);
+  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 9) && launch(g, &v[1], pg, 1, ca, 4) &&
+       launch(g, &v[2], 1, 1, oa, 4) && launch(g, &v[3], pg, 1, sa, 6) && launch(g, &v[4], sms, 1, m1, 9);
   if (ok) { /* the second GEMM: GATHER false (its own build) */
     variant_free(&v[5]);
     ok = variant_build_kernel(g, MOE_FILE, "moe_gemm", (const char *const[]){"EXPERTS", es, "GATHER", "false", NULL},
                               &v[5]) &&
-         launch(g, &v[5], sms, 1, m2, 9) && launch(g, &v[6], (tokens + 15) / 16, (dm + 255) / 256, cb, 6) &&
+         launch(g, &v[5], sms, 1, m2, 9) && launch(g, &v[6], (tokens + 15) / 16, (dm + 255) / 256, cb, 7) &&
          tile_synchronize(g->rt) == TILE_OK;
   }
   for (int i = 0; i < NB && ok; i++) ok = dbuf_download(g, &b[i]);

@@ -23,25 +23,19 @@ typedef struct Route {
   bool renorm, ties; /* ties: every fifth token's logits all equal */
 } Route;
 
-static void route_defs(const Route *r, char (*buf)[16], const char **defs) {
-  snprintf(buf[0], 16, "%d", r->tiles_experts), snprintf(buf[1], 16, "%d", r->top_k), snprintf(buf[2], 16, "%d", r->score);
-  const char *d[] = {"EXPERTS", buf[0], "TOP_K", buf[1], "SCORE", buf[2], "RENORM", r->renorm ? "true" : "false", NULL};
-  for (int i = 0; i < 9; i++) defs[i] = d[i];
-}
-
 /* Runs moe_route; fills ids and weights (tokens * top_k). */
 static void run_route(const Route *r, HBuf *logits, HBuf *ids, HBuf *weights) {
-  char buf[3][16];
-  const char *defs[9];
-  route_defs(r, buf, defs);
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", r->tiles_experts);
+  const char *defs[] = {"EXPERTS", buf, NULL};
   tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_route", defs);
   hbuf_poison(ids), hbuf_poison(weights);
-  tc_arg args[6] = {{.p = ids->data}, {.p = weights->data}, {.p = logits->data}, {.i = r->tokens}, {.i = r->experts},
-                    {.i = r->experts}};
+  tc_arg args[9] = {{.p = ids->data}, {.p = weights->data}, {.p = logits->data}, {.i = r->tokens}, {.i = r->experts},
+                    {.i = r->experts}, {.i = r->top_k},    {.i = r->score},        {.i = r->renorm}};
   const HBuf *bufs[] = {ids, weights, logits};
   int64_t bt = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
-  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, args, 6, bufs, 3);
+  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, args, 9, bufs, 3);
   tc_free(c);
 }
 
@@ -97,31 +91,32 @@ typedef struct Perm {
 
 static Perm run_permutation(const Route *r, HBuf *ids) {
   size_t pairs = (size_t)r->tokens * r->top_k;
-  char kbuf[16], ebuf[16];
-  snprintf(kbuf, sizeof kbuf, "%d", r->top_k), snprintf(ebuf, sizeof ebuf, "%d", r->tiles_experts);
-  const char *kdefs[] = {"TOP_K", kbuf, NULL}, *edefs[] = {"EXPERTS", ebuf, NULL};
+  char ebuf[16];
+  snprintf(ebuf, sizeof ebuf, "%d", r->tiles_experts);
+  const char *edefs[] = {"EXPERTS", ebuf, NULL};
   Perm pm = {hbuf_new("i32", (size_t)r->experts, "counts"), hbuf_new("i32", (size_t)r->experts + 1, "offsets"),
              hbuf_new("i32", (size_t)r->experts, "cursors"), hbuf_new("i32", pairs, "row_of"),
              hbuf_new("i32", pairs, "token_of")};
   for (int e = 0; e < r->experts; e++) hbuf_set(&pm.counts, e, 0);
   hbuf_poison(&pm.offsets), hbuf_poison(&pm.cursors), hbuf_poison(&pm.row_of), hbuf_poison(&pm.token_of);
-  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_count", kdefs);
-  int64_t bt = 0;
-  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
-  tc_arg ca[3] = {{.p = pm.counts.data}, {.p = ids->data}, {.i = r->tokens}};
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_count", NULL);
+  int64_t bp = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK", &bp));
+  int64_t grid = harness_cdiv((int64_t)pairs, bp);
+  tc_arg ca[4] = {{.p = pm.counts.data}, {.p = ids->data}, {.i = r->tokens}, {.i = r->top_k}};
   const HBuf *cb[] = {&pm.counts, ids};
-  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, ca, 3, cb, 2);
+  harness_run(c, (int64_t[3]){grid, 1, 1}, ca, 4, cb, 2);
   tc_free(c);
   c = harness_compile("lang/std/moe.tile", "moe_offsets", edefs);
   tc_arg oa[4] = {{.p = pm.offsets.data}, {.p = pm.cursors.data}, {.p = pm.counts.data}, {.i = r->experts}};
   const HBuf *ob[] = {&pm.offsets, &pm.cursors, &pm.counts};
   harness_run(c, (int64_t[3]){1, 1, 1}, oa, 4, ob, 3);
   tc_free(c);
-  c = harness_compile("lang/std/moe.tile", "moe_scatter", kdefs);
-  tc_arg sa[5] = {{.p = pm.row_of.data}, {.p = pm.token_of.data}, {.p = pm.cursors.data}, {.p = ids->data},
-                  {.i = r->tokens}};
+  c = harness_compile("lang/std/moe.tile", "moe_scatter", NULL);
+  tc_arg sa[6] = {{.p = pm.row_of.data}, {.p = pm.token_of.data}, {.p = pm.cursors.data}, {.p = ids->data},
+                  {.i = r->tokens},      {.i = r->top_k}};
   const HBuf *sb[] = {&pm.row_of, &pm.token_of, &pm.cursors, ids};
-  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, sa, 5, sb, 4);
+  harness_run(c, (int64_t[3]){grid, 1, 1}, sa, 6, sb, 4);
   tc_free(c);
   return pm;
 }
@@ -222,9 +217,10 @@ static void check_grouped_gemm(bool gather, bool gated, int act, uint64_t seed) 
   c = harness_compile("lang/std/moe.tile", "moe_combine", (const char *const[]){"T", "f32", NULL});
   HBuf out32 = hbuf_new("f32", out.n, "out");
   for (size_t i = 0; i < out.n; i++) hbuf_set(&out32, i, hbuf_get(&out, i));
-  tc_arg ca[6] = {{.p = y.data}, {.p = out32.data}, {.p = wts.data}, {.p = pm.row_of.data}, {.i = r.tokens}, {.i = n}};
+  tc_arg ca[7] = {{.p = y.data}, {.p = out32.data}, {.p = wts.data}, {.p = pm.row_of.data}, {.i = r.tokens}, {.i = n},
+                  {.i = r.top_k}};
   const HBuf *cb[] = {&y, &out32, &wts, &pm.row_of};
-  harness_run(c, (int64_t[3]){harness_cdiv(r.tokens, 16), harness_cdiv(n, 256), 1}, ca, 6, cb, 4);
+  harness_run(c, (int64_t[3]){harness_cdiv(r.tokens, 16), harness_cdiv(n, 256), 1}, ca, 7, cb, 4);
   tc_free(c);
   double *want_y = calloc((size_t)r.tokens * n, sizeof(double));
   for (int t = 0; t < r.tokens; t++)

@@ -154,22 +154,25 @@ Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
   if (!have_ptxas()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
   static const struct {
     const char *path, *kernel;
-    const char *defines[5];
+    const char *defines[7];
   } ks[] = {{"lang/std/mlp.tile", "mlp_gate_up", {"ACT", "0", NULL}},
             {"lang/std/mlp.tile", "mlp_gate_up", {"ACT", "1", NULL}},
             {"lang/std/mlp.tile", "mlp_gate_up", {"ACT", "2", NULL}},
             {"lang/std/mlp.tile", "mlp_down", {"RESIDUAL", "true", NULL}},
             {"lang/std/mlp.tile", "mlp_down", {"RESIDUAL", "false", NULL}},
             {"lang/std/mlp.tile", "mlp_act_backward", {"ACT", "1", NULL}},
-            {"lang/std/moe.tile", "moe_route", {"TOP_K", "8", NULL}},
-            {"lang/std/moe.tile", "moe_route", {"EXPERTS", "8", "TOP_K", "2", NULL}},
+            {"lang/std/moe.tile", "moe_route", {NULL}},
+            {"lang/std/moe.tile", "moe_route", {"EXPERTS", "8", NULL}},
+            {"lang/std/moe.tile", "moe_route", {"EXPERTS", "256", NULL}},
             {"lang/std/moe.tile", "moe_count", {NULL}},
             {"lang/std/moe.tile", "moe_offsets", {NULL}},
-            {"lang/std/moe.tile", "moe_scatter", {"TOP_K", "8", NULL}},
+            {"lang/std/moe.tile", "moe_offsets", {"EXPERTS", "256", NULL}},
+            {"lang/std/moe.tile", "moe_scatter", {NULL}},
             {"lang/std/moe.tile", "moe_gemm", {NULL}},
             {"lang/std/moe.tile", "moe_gemm", {"GATHER", "false", "EXPERTS", "8", NULL}},
             {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "1", NULL}},
-            {"lang/std/moe.tile", "moe_combine", {"TOP_K", "8", NULL}}};
+            {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "0", "EXPERTS", "256", NULL}},
+            {"lang/std/moe.tile", "moe_combine", {NULL}}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     tc_compilation *c = harness_compile(ks[i].path, ks[i].kernel, ks[i].defines);
     tc_codegen_options o = {.linker = TC_LINKER_PTXAS};
