@@ -30,18 +30,15 @@ typedef struct Step {
   int nargs;
 } Step;
 
-/* A layer: its launches in order, and the counts to zero first. */
+/* A layer: its launches in order. */
 typedef struct Layer {
   Gpu *g;
   Step steps[8];
   int nsteps;
-  uint64_t zero;
-  size_t zero_bytes;
 } Layer;
 
 static bool run_layer(void *ctx) {
   Layer *l = ctx;
-  if (l->zero && tile_memset_d8(l->g->rt, l->zero, 0, l->zero_bytes) != TILE_OK) return false;
   for (int i = 0; i < l->nsteps; i++) {
     uint32_t grid[3] = {l->steps[i].grid[0], l->steps[i].grid[1], 1};
     if (tile_launch(l->steps[i].k, grid, NULL, l->steps[i].args, l->steps[i].nargs) != TILE_OK) {
@@ -143,10 +140,10 @@ static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top
   if (ok) {
     uint32_t sms = (uint32_t)g->props.sm_count, t32 = (uint32_t)(tokens + 31) / 32;
     uint32_t bp = (uint32_t)variant_const(&v[1], "BLOCK", 512), pg = (uint32_t)((pairs + bp - 1) / bp);
-    Layer l = {.g = g, .nsteps = 7, .zero = cnt, .zero_bytes = (size_t)experts * 4};
-    l.steps[0] = (Step){v[0].kernel, {t32, 1}, {tile_arg_ptr(ids), tile_arg_ptr(wts), tile_arg_ptr(lg),
+    Layer l = {.g = g, .nsteps = 7}; /* moe_route zeroes the counts */
+    l.steps[0] = (Step){v[0].kernel, {t32, 1}, {tile_arg_ptr(ids), tile_arg_ptr(wts), tile_arg_ptr(cnt), tile_arg_ptr(lg),
                                                 tile_arg_i64(tokens), tile_arg_i64(experts), tile_arg_i64(experts),
-                                                tile_arg_i64(top_k), tile_arg_i64(0), tile_arg_bool(true)}, 9};
+                                                tile_arg_i64(top_k), tile_arg_i64(0), tile_arg_bool(true)}, 10};
     l.steps[1] = (Step){v[1].kernel, {pg, 1}, {tile_arg_ptr(cnt), tile_arg_ptr(ids), tile_arg_i64(tokens),
                                                tile_arg_i64(top_k)}, 4};
     l.steps[2] = (Step){v[2].kernel, {1, 1}, {tile_arg_ptr(off), tile_arg_ptr(cur), tile_arg_ptr(cnt),

@@ -171,17 +171,17 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
   memset(b, 0, sizeof b);
   Rng rng = {seed};
   ok = ok && alloc_all(g, b, names, types, sizes, NB, &rng, range);
-  if (ok) { /* experts 3 and 6 lose every vote (losers); the counts start at 0 */
+  if (ok) { /* experts 3 and 6 lose every vote (losers); the counts are poisoned: moe_route zeroes them */
     for (int t = 0; t < tokens && losers; t++)
       dbuf_set(&b[LOG], (size_t)t * E + 3, -100), dbuf_set(&b[LOG], (size_t)t * E + 6, -100);
-    for (int e = 0; e < E; e++) dbuf_set(&b[CNT], e, 0);
+    dbuf_poison(&b[CNT]);
     ok = dbuf_upload(g, &b[LOG]) && dbuf_upload(g, &b[CNT]);
   }
 #define P(i) tile_arg_ptr(b[i].dev)
   /* moe_count and moe_scatter: BLOCK (512) pairs per program */
   uint32_t sms = (uint32_t)g->props.sm_count, bp = (uint32_t)variant_const(&v[1], "BLOCK", 512), rt = 32;
-  tile_arg ra[9] = {P(IDS), P(WTS), P(LOG), tile_arg_i64(tokens), tile_arg_i64(E), tile_arg_i64(E), tile_arg_i64(K),
-                    tile_arg_i64(0), tile_arg_bool(true)};
+  tile_arg ra[10] = {P(IDS),           P(WTS),          P(CNT),          P(LOG),          tile_arg_i64(tokens),
+                     tile_arg_i64(E),  tile_arg_i64(E), tile_arg_i64(K), tile_arg_i64(0), tile_arg_bool(true)};
   tile_arg ca[4] = {P(CNT), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K)};
   tile_arg oa[4] = {P(OFF), P(CUR), P(CNT), tile_arg_i64(E)};
   tile_arg sa[6] = {P(ROW), P(TOK), P(CUR), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K)};
@@ -191,7 +191,7 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
 #undef P
   /* the second GEMM reads the hidden rows in their permuted order: no gather */
   uint32_t pg = (uint32_t)((pairs + bp - 1) / bp);
-  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 9) && launch(g, &v[1], pg, 1, ca, 4) &&
+  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 10) && launch(g, &v[1], pg, 1, ca, 4) &&
        launch(g, &v[2], 1, 1, oa, 4) && launch(g, &v[3], pg, 1, sa, 6) && launch(g, &v[4], sms, 1, m1, 9);
   if (ok) { /* the second GEMM: GATHER false (its own build) */
     variant_free(&v[5]);

@@ -29,13 +29,17 @@ static void run_route(const Route *r, HBuf *logits, HBuf *ids, HBuf *weights) {
   snprintf(buf, sizeof buf, "%d", r->tiles_experts);
   const char *defs[] = {"EXPERTS", buf, NULL};
   tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_route", defs);
-  hbuf_poison(ids), hbuf_poison(weights);
-  tc_arg args[9] = {{.p = ids->data}, {.p = weights->data}, {.p = logits->data}, {.i = r->tokens}, {.i = r->experts},
-                    {.i = r->experts}, {.i = r->top_k},    {.i = r->score},        {.i = r->renorm}};
-  const HBuf *bufs[] = {ids, weights, logits};
+  HBuf counts = hbuf_new("i32", (size_t)r->experts, "counts");
+  hbuf_poison(ids), hbuf_poison(weights), hbuf_poison(&counts);
+  tc_arg args[10] = {{.p = ids->data},   {.p = weights->data}, {.p = counts.data}, {.p = logits->data},
+                     {.i = r->tokens},   {.i = r->experts},    {.i = r->experts},  {.i = r->top_k},
+                     {.i = r->score},    {.i = r->renorm}};
+  const HBuf *bufs[] = {ids, weights, &counts, logits};
   int64_t bt = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_T", &bt));
-  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, args, 9, bufs, 3);
+  harness_run(c, (int64_t[3]){harness_cdiv(r->tokens, bt), 1, 1}, args, 10, bufs, 4);
+  for (int e = 0; e < r->experts; e++) cr_expect_eq((int)hbuf_get(&counts, e), 0, "moe_route zeroes count %d", e);
+  hbuf_free(&counts);
   tc_free(c);
 }
 
