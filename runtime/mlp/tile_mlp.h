@@ -1,4 +1,5 @@
-/* tile_mlp.h - the fused gated MLP from C, over libtile: the standard
+/* tile_mlp.h - the fused gated MLP and the mixture-of-experts layer from
+ * C, over libtile (the MoE layer is at the end). The MLP: the standard
  * library's kernels (lang/std/mlp.tile), compiled when the library is
  * built for every activation it offers and embedded, picked per call. No
  * launch code to write:
@@ -27,6 +28,7 @@
 #ifndef TILE_MLP_H
 #define TILE_MLP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +62,53 @@ size_t tile_mlp_workspace_bytes(const tile_mlp_problem *p);
 /* y = (act(x w_gate) * (x w_up)) w_down [+ residual]; residual may be 0. */
 tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t x, uint64_t w_gate,
                              uint64_t w_up, uint64_t w_down, uint64_t residual, uint64_t workspace,
+                             tile_stream *stream);
+
+/* ---- a mixture-of-experts layer (lang/std/moe.tile) ----
+ *
+ *   tile_moe *moe;
+ *   tile_moe_create(rt, &moe);
+ *   tile_moe_problem p = {.tokens = 8192, .d_model = 4096, .d_ff = 14336, .experts = 8, .top_k = 2,
+ *                         .renormalize = true, .act = TILE_MLP_SWIGLU};
+ *   tile_moe_forward(moe, &p, y, x, router_logits, w_gate, w_up, w_down, workspace, NULL);
+ *
+ * routes each token to its top_k experts (softmax or sigmoid scores of the
+ * router logits, ties to the lower expert), groups the (token, expert)
+ * pairs by expert, runs every expert's gated MLP on its rows (two grouped
+ * GEMMs, the activation product fused into the first, rows gathered while
+ * loading) and sums each token's experts weighted by their scores:
+ *
+ *   y[t] = sum over t's experts e of weight[t, e] * (act(x[t] w_gate[e]) * (x[t] w_up[e])) w_down[e]
+ *
+ * in seven kernels on the stream, with no host synchronization (a CUDA
+ * graph can capture the call). x and y are bf16 [tokens, d_model];
+ * router_logits f32 [tokens, experts]; w_gate and w_up bf16 [experts,
+ * d_model, d_ff]; w_down bf16 [experts, d_ff, d_model]; all contiguous.
+ * The workspace (tile_moe_workspace_bytes(p) bytes) holds the routing,
+ * the permutation and the experts' intermediate rows. Every token's
+ * pairs are computed (no capacity limit, nothing dropped). */
+
+typedef struct tile_moe tile_moe;
+
+typedef struct tile_moe_problem {
+  int tokens, d_model, d_ff; /* d_model and d_ff multiples of 8 */
+  int experts;               /* 1 to 128 */
+  int top_k;                 /* 1 to 8, at most experts */
+  bool sigmoid;              /* scores: each logit's sigmoid (true) or the softmax over the experts */
+  bool renormalize;          /* weights: the chosen scores divided by their sum */
+  tile_mlp_activation act;
+} tile_moe_problem;
+
+/* Loads the kernels (every expert width) on rt's device. */
+tile_status tile_moe_create(tile_runtime *rt, tile_moe **out);
+/* Unloads them. NULL is allowed. */
+void tile_moe_destroy(tile_moe *m);
+
+/* Bytes of the layer's workspace; 0 for an invalid problem. */
+size_t tile_moe_workspace_bytes(const tile_moe_problem *p);
+
+tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x, uint64_t router_logits,
+                             uint64_t w_gate, uint64_t w_up, uint64_t w_down, uint64_t workspace,
                              tile_stream *stream);
 
 #ifdef __cplusplus

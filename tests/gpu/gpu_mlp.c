@@ -6,8 +6,8 @@
  * float64 on the same rounded inputs, outputs poisoned first, at token
  * counts that are not multiples of the blocks and with experts that no
  * token chooses. The persistent kernels run on as many programs as SMs.
- * Each MLP case runs again through tile_mlp.h, which must give the same
- * bits. */
+ * Each MLP and MoE case runs again through tile_mlp.h, which must give
+ * the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +142,32 @@ static bool run_mlp(Gpu *g, int act, uint64_t seed) {
 /* A MoE layer: 8 experts (3 and 6 chosen by no token), top-2, tokens 1001:
  * route, count, offsets, scatter, gated grouped GEMM (SwiGLU), grouped
  * GEMM, combine; y against float64 from the routing the GPU chose. */
+/* The same MoE layer through tile_moe_forward (its own workspace): y must
+ * equal the direct launches' bit for bit (the rows' order within an
+ * expert may differ, each row's products do not). */
+static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, const uint64_t in[5], const DBuf *y) {
+  tile_moe *m = NULL;
+  tile_moe_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .experts = E, .top_k = K, .renormalize = true};
+  size_t ws_bytes = tile_moe_workspace_bytes(&p);
+  uint64_t ws = 0;
+  DBuf y2;
+  memset(&y2, 0, sizeof y2);
+  bool ok = ws_bytes > 0 && tile_moe_create(g->rt, &m) == TILE_OK && tile_mem_alloc(g->rt, ws_bytes, &ws) == TILE_OK &&
+            tile_memset_d8(g->rt, ws, 0xff, ws_bytes) == TILE_OK && dbuf_alloc(g, &y2, "y", "bf16", y->n);
+  if (ok) dbuf_poison(&y2), ok = dbuf_upload(g, &y2);
+  ok = ok && tile_moe_forward(m, &p, y2.dev, in[0], in[1], in[2], in[3], in[4], ws, NULL) == TILE_OK &&
+       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &y2);
+  if (!ok) printf("  tile_moe_forward failed: %s\n", tile_last_error());
+  if (ok && memcmp(y2.host, y->host, y->n * 2)) {
+    printf("  tile_moe_forward: y differs from the direct launches\n");
+    ok = false;
+  }
+  dbuf_free(g, &y2);
+  tile_mem_free(g->rt, ws);
+  tile_moe_destroy(m);
+  return ok;
+}
+
 /* One MoE layer: E experts (a power of two, the EXPERTS const), top K;
  * with `losers`, experts 3 and 6 lose every vote (no rows). */
 static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, bool losers) {
@@ -228,6 +254,7 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
     ok = ok && e <= MLP_TOL;
     free(y), free(h);
   }
+  if (ok) ok = moe_api_matches(g, E, K, tokens, dm, dff, (const uint64_t[5]){b[X].dev, b[LOG].dev, b[W1].dev, b[W3].dev, b[W2].dev}, &b[Y]);
   for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
   for (int i = 0; i < 7; i++) variant_free(&v[i]);
   return ok;

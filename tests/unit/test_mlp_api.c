@@ -63,3 +63,64 @@ Test(mlp_api, create_checks_its_arguments_and_the_workspace_is_h) {
   cr_expect_eq(tile_mlp_workspace_bytes(&p), 0);
   cr_expect_eq(tile_mlp_workspace_bytes(NULL), 0);
 }
+
+/* ---- the MoE layer ---- */
+
+static const tile_moe_problem moe_good = {
+    .tokens = 1001, .d_model = 136, .d_ff = 264, .experts = 8, .top_k = 2, .renormalize = true};
+/* y, x, router_logits, w_gate, w_up, w_down, workspace */
+static const uint64_t moe_ptrs[7] = {P(1), P(2), P(3), P(4), P(5), P(6), P(7)};
+
+static void expect_moe_error(const tile_moe_problem *p, const uint64_t ptrs[7], const char *message) {
+  tile_status st = tile_moe_forward(NULL, p, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5], ptrs[6], NULL);
+  cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT, "%s", message);
+  cr_expect(strstr(tile_last_error(), message), "got '%s', expected '%s'", tile_last_error(), message);
+}
+
+Test(mlp_api, moe_problems_are_checked_field_by_field) {
+  expect_moe_error(NULL, moe_ptrs, "tile_moe_forward: the problem is NULL");
+  tile_moe_problem p = moe_good;
+  p.d_model = 130;
+  expect_moe_error(&p, moe_ptrs, "d_model (130) and d_ff (264) must be multiples of 8");
+  p = moe_good, p.experts = 129;
+  expect_moe_error(&p, moe_ptrs, "experts (129) must be 1 to 128");
+  p = moe_good, p.experts = 0;
+  expect_moe_error(&p, moe_ptrs, "experts (0) must be 1 to 128");
+  p = moe_good, p.top_k = 9, p.experts = 64;
+  expect_moe_error(&p, moe_ptrs, "top_k (9) must be 1 to 8 and at most experts (64)");
+  p = moe_good, p.top_k = 3, p.experts = 2;
+  expect_moe_error(&p, moe_ptrs, "top_k (3) must be 1 to 8 and at most experts (2)");
+  p = moe_good, p.tokens = 1 << 30, p.top_k = 8, p.experts = 8;
+  expect_moe_error(&p, moe_ptrs, "tokens * top_k (8589934592) must fit in 32 bits");
+  p = moe_good, p.act = (tile_mlp_activation)7;
+  expect_moe_error(&p, moe_ptrs, "act is 7");
+}
+
+Test(mlp_api, moe_pointers_are_checked) {
+  uint64_t ptrs[7];
+  memcpy(ptrs, moe_ptrs, sizeof ptrs);
+  ptrs[2] = 0;
+  expect_moe_error(&moe_good, ptrs, "tile_moe_forward: router_logits is 0");
+  ptrs[2] = P(3) + 4; /* f32 logits: 4-byte alignment is enough */
+  ptrs[5] = P(6) + 8;
+  expect_moe_error(&moe_good, ptrs, "w_down (0x60008) is not 16-byte aligned");
+  ptrs[5] = P(6), ptrs[2] = P(3) + 2;
+  expect_moe_error(&moe_good, ptrs, "router_logits (0x30002) is not 4-byte aligned");
+  expect_moe_error(&moe_good, moe_ptrs, "tile_moe_forward: the tile_moe is NULL");
+  tile_moe *m = (tile_moe *)&m;
+  cr_expect_eq(tile_moe_create(NULL, &m), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_null(m);
+  tile_moe_destroy(NULL);
+}
+
+/* ids, weights, counts, offsets, cursors, row_of, token_of (each rounded
+ * to 256 bytes), the hidden rows and the experts' outputs */
+Test(mlp_api, moe_workspace_holds_the_routing_and_the_rows) {
+  size_t pairs = 1001 * 2, r = 256;
+  size_t want = 2 * ((pairs * 4 + r - 1) / r * r) + 2 * r /* counts, cursors */ + r /* offsets */ +
+                2 * ((pairs * 4 + r - 1) / r * r) + (pairs * 264 * 2 + r - 1) / r * r + (pairs * 136 * 2 + r - 1) / r * r;
+  cr_expect_eq(tile_moe_workspace_bytes(&moe_good), want);
+  tile_moe_problem p = moe_good;
+  p.top_k = 0;
+  cr_expect_eq(tile_moe_workspace_bytes(&p), 0);
+}

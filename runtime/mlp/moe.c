@@ -1,0 +1,251 @@
+/* moe.c - the MoE layer of tile_mlp.h: the kernels of lang/std/moe.tile,
+ * embedded per expert width (meson compiles moe_route, moe_offsets and
+ * the two moe_gemm forms for each width, the gated one per activation,
+ * and moe_count, moe_scatter and moe_combine once, into the moe_*.h
+ * headers), launched in turn on the caller's stream. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "moe_combine.h"
+#include "moe_count.h"
+#include "moe_down_w128.h"
+#include "moe_down_w32.h"
+#include "moe_down_w8.h"
+#include "moe_offsets_w128.h"
+#include "moe_offsets_w32.h"
+#include "moe_offsets_w8.h"
+#include "moe_route_w128.h"
+#include "moe_route_w32.h"
+#include "moe_route_w8.h"
+#include "moe_scatter.h"
+#include "moe_up_w128_act0.h"
+#include "moe_up_w128_act1.h"
+#include "moe_up_w128_act2.h"
+#include "moe_up_w32_act0.h"
+#include "moe_up_w32_act1.h"
+#include "moe_up_w32_act2.h"
+#include "moe_up_w8_act0.h"
+#include "moe_up_w8_act1.h"
+#include "moe_up_w8_act2.h"
+#include "tile_mlp.h"
+
+/* The expert widths built in (the kernels' EXPERTS), ascending; a layer
+ * takes the smallest that holds its experts. */
+#define MOE_WIDTHS 3
+static const int widths[MOE_WIDTHS] = {8, 32, 128};
+/* Activations of the gated first GEMM. */
+#define MOE_ACTS 3
+/* The routing kernel keeps top_k choices per token; moe.tile's loop
+ * allows more, this is the range the API promises and tests. */
+#define MOE_MAX_TOP_K 8
+/* 16-byte rows for the row copies of the GEMMs, 16-byte aligned tensors;
+ * workspace sections aligned more, to 256 bytes. */
+#define MOE_DIM_MULTIPLE 8
+#define MOE_PTR_ALIGN 16
+#define MOE_SECTION_ALIGN 256
+#define MOE_ELEM_BYTES 2
+#define MOE_I32_BYTES 4
+
+typedef tile_status (*LoadFn)(tile_runtime *, tile_module **);
+
+/* Per width: route, offsets, down (GATHER false), up per activation. */
+enum { W_ROUTE, W_OFFSETS, W_DOWN, W_UP, W_KERNELS = W_UP + MOE_ACTS };
+static const LoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
+    {moe_route_w8_load, moe_offsets_w8_load, moe_down_w8_load, moe_up_w8_act0_load, moe_up_w8_act1_load,
+     moe_up_w8_act2_load},
+    {moe_route_w32_load, moe_offsets_w32_load, moe_down_w32_load, moe_up_w32_act0_load, moe_up_w32_act1_load,
+     moe_up_w32_act2_load},
+    {moe_route_w128_load, moe_offsets_w128_load, moe_down_w128_load, moe_up_w128_act0_load, moe_up_w128_act1_load,
+     moe_up_w128_act2_load}};
+static const char *const width_names[W_KERNELS] = {"moe_route", "moe_offsets", "moe_gemm",
+                                                   "moe_gemm",  "moe_gemm",    "moe_gemm"};
+enum { S_COUNT, S_SCATTER, S_COMBINE, S_KERNELS };
+static const LoadFn shared_loads[S_KERNELS] = {moe_count_load, moe_scatter_load, moe_combine_load};
+static const char *const shared_names[S_KERNELS] = {"moe_count", "moe_scatter", "moe_combine"};
+
+struct tile_moe {
+  tile_module *wmod[MOE_WIDTHS][W_KERNELS], *smod[S_KERNELS];
+  tile_kernel *wk[MOE_WIDTHS][W_KERNELS], *sk[S_KERNELS];
+  int route_block, pair_block, combine_rows, combine_cols; /* the kernels' BLOCK_T, BLOCK, BLOCK_T, BLOCK_N */
+  uint32_t sms;
+};
+
+static int const_int(const tile_kernel *k, const char *name) {
+  const tile_kernel_info *info = tile_kernel_get_info(k);
+  for (int i = 0; info && i < info->nconsts; i++)
+    if (!strcmp(info->consts[i].name, name)) return atoi(info->consts[i].value);
+  return 0;
+}
+
+static tile_status load(tile_runtime *rt, LoadFn fn, const char *name, tile_module **mod, tile_kernel **k) {
+  tile_status st = fn(rt, mod);
+  return st == TILE_OK ? tile_kernel_get(*mod, name, k) : st;
+}
+
+tile_status tile_moe_create(tile_runtime *rt, tile_moe **out) {
+  if (!out) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_moe_create: out is NULL");
+  *out = NULL;
+  if (!rt) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_moe_create: rt is NULL");
+  tile_moe *m = calloc(1, sizeof *m);
+  if (!m) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_moe_create: out of memory");
+  tile_device_properties props;
+  tile_status st = tile_device_info(rt, &props);
+  m->sms = st == TILE_OK && props.sm_count > 0 ? (uint32_t)props.sm_count : 1;
+  for (int w = 0; w < MOE_WIDTHS && st == TILE_OK; w++)
+    for (int i = 0; i < W_KERNELS && st == TILE_OK; i++)
+      st = load(rt, width_loads[w][i], width_names[i], &m->wmod[w][i], &m->wk[w][i]);
+  for (int i = 0; i < S_KERNELS && st == TILE_OK; i++)
+    st = load(rt, shared_loads[i], shared_names[i], &m->smod[i], &m->sk[i]);
+  if (st == TILE_OK) {
+    m->route_block = const_int(m->wk[0][W_ROUTE], "BLOCK_T");
+    m->pair_block = const_int(m->sk[S_COUNT], "BLOCK");
+    m->combine_rows = const_int(m->sk[S_COMBINE], "BLOCK_T");
+    m->combine_cols = const_int(m->sk[S_COMBINE], "BLOCK_N");
+    if (m->route_block <= 0 || m->pair_block <= 0 || m->pair_block != const_int(m->sk[S_SCATTER], "BLOCK") ||
+        m->combine_rows <= 0 || m->combine_cols <= 0)
+      st = tilert_fail(TILE_ERROR_BAD_METADATA, "the MoE kernels' block consts are missing or disagree");
+  }
+  if (st != TILE_OK) {
+    tilert_error_prefix("tile_moe_create");
+    tile_moe_destroy(m);
+    return st;
+  }
+  *out = m;
+  return TILE_OK;
+}
+
+void tile_moe_destroy(tile_moe *m) {
+  if (!m) return;
+  for (int w = 0; w < MOE_WIDTHS; w++)
+    for (int i = 0; i < W_KERNELS; i++) tile_module_unload(m->wmod[w][i]);
+  for (int i = 0; i < S_KERNELS; i++) tile_module_unload(m->smod[i]);
+  free(m);
+}
+
+static tile_status check_problem(const char *fn, const tile_moe_problem *p) {
+  if (!p) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the problem is NULL", fn);
+  if (p->tokens < 1 || p->d_model < 1 || p->d_ff < 1)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: tokens (%d), d_model (%d) and d_ff (%d) must be at least 1",
+                       fn, p->tokens, p->d_model, p->d_ff);
+  if (p->d_model % MOE_DIM_MULTIPLE || p->d_ff % MOE_DIM_MULTIPLE)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: d_model (%d) and d_ff (%d) must be multiples of %d", fn,
+                       p->d_model, p->d_ff, MOE_DIM_MULTIPLE);
+  if (p->experts < 1 || p->experts > widths[MOE_WIDTHS - 1])
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: experts (%d) must be 1 to %d", fn, p->experts,
+                       widths[MOE_WIDTHS - 1]);
+  if (p->top_k < 1 || p->top_k > MOE_MAX_TOP_K || p->top_k > p->experts)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: top_k (%d) must be 1 to %d and at most experts (%d)", fn,
+                       p->top_k, MOE_MAX_TOP_K, p->experts);
+  if ((int64_t)p->tokens * p->top_k > INT32_MAX)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: tokens * top_k (%lld) must fit in 32 bits", fn,
+                       (long long)p->tokens * p->top_k);
+  if ((int)p->act < 0 || (int)p->act >= MOE_ACTS)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: act is %d: TILE_MLP_SWIGLU, TILE_MLP_GEGLU or TILE_MLP_GEGLU_TANH (0 to %d)", fn,
+                       (int)p->act, MOE_ACTS - 1);
+  return TILE_OK;
+}
+
+/* The workspace's sections, in order. */
+enum { WS_IDS, WS_WEIGHTS, WS_COUNTS, WS_OFFSETS, WS_CURSORS, WS_ROW_OF, WS_TOKEN_OF, WS_HIDDEN, WS_OUT, WS_COUNT };
+
+static size_t round_up(size_t v) { return (v + MOE_SECTION_ALIGN - 1) / MOE_SECTION_ALIGN * MOE_SECTION_ALIGN; }
+
+/* Section offsets (at[WS_COUNT] is the total) of a checked problem. */
+static void sections(const tile_moe_problem *p, size_t at[WS_COUNT + 1]) {
+  size_t pairs = (size_t)p->tokens * (size_t)p->top_k, e = (size_t)p->experts;
+  const size_t bytes[WS_COUNT] = {pairs * MOE_I32_BYTES, pairs * sizeof(float), e * MOE_I32_BYTES,
+                                  (e + 1) * MOE_I32_BYTES, e * MOE_I32_BYTES, pairs * MOE_I32_BYTES,
+                                  pairs * MOE_I32_BYTES, pairs * (size_t)p->d_ff * MOE_ELEM_BYTES,
+                                  pairs * (size_t)p->d_model * MOE_ELEM_BYTES};
+  at[0] = 0;
+  for (int i = 0; i < WS_COUNT; i++) at[i + 1] = at[i] + round_up(bytes[i]);
+}
+
+size_t tile_moe_workspace_bytes(const tile_moe_problem *p) {
+  if (check_problem("tile_moe_workspace_bytes", p) != TILE_OK) return 0;
+  size_t at[WS_COUNT + 1];
+  sections(p, at);
+  return at[WS_COUNT];
+}
+
+static uint32_t cdiv(int64_t a, int64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x, uint64_t router_logits,
+                             uint64_t w_gate, uint64_t w_up, uint64_t w_down, uint64_t workspace,
+                             tile_stream *stream) {
+  static const char fn[] = "tile_moe_forward";
+  tile_status st = check_problem(fn, p);
+  static const char *const names[] = {"y", "x", "router_logits", "w_gate", "w_up", "w_down", "workspace"};
+  const uint64_t ptrs[] = {y, x, router_logits, w_gate, w_up, w_down, workspace};
+  for (int i = 0; i < 7 && st == TILE_OK; i++) {
+    /* the logits are f32 read element by element: 4-byte alignment */
+    uint64_t align = i == 2 ? sizeof(float) : MOE_PTR_ALIGN;
+    if (!ptrs[i]) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is 0", fn, names[i]);
+    else if (ptrs[i] % align)
+      st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s (0x%llx) is not %d-byte aligned", fn, names[i],
+                       (unsigned long long)ptrs[i], (int)align);
+  }
+  if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_moe is NULL", fn);
+  if (st != TILE_OK) return st;
+  int w = 0;
+  while (widths[w] < p->experts) w++;
+  size_t at[WS_COUNT + 1];
+  sections(p, at);
+  uint64_t s[WS_COUNT];
+  for (int i = 0; i < WS_COUNT; i++) s[i] = workspace + at[i];
+  int64_t tokens = p->tokens, e = p->experts, k = p->top_k, pairs = tokens * k, dm = p->d_model, dff = p->d_ff;
+  uint32_t pair_grid = cdiv(pairs, m->pair_block), gemm_grid = m->sms;
+  struct {
+    const tile_kernel *k;
+    uint32_t grid[3];
+    tile_arg a[10];
+    int n;
+  } steps[] = {
+      {m->wk[w][W_ROUTE],
+       {cdiv(tokens, m->route_block), 1, 1},
+       {tile_arg_ptr(s[WS_IDS]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_ptr(router_logits),
+        tile_arg_i64(tokens), tile_arg_i64(e), tile_arg_i64(e), tile_arg_i64(k), tile_arg_i64(p->sigmoid ? 1 : 0),
+        tile_arg_bool(p->renormalize)},
+       10},
+      {m->sk[S_COUNT],
+       {pair_grid, 1, 1},
+       {tile_arg_ptr(s[WS_COUNTS]), tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k)},
+       4},
+      {m->wk[w][W_OFFSETS],
+       {1, 1, 1},
+       {tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_CURSORS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_i64(e)},
+       4},
+      {m->sk[S_SCATTER],
+       {pair_grid, 1, 1},
+       {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_CURSORS]), tile_arg_ptr(s[WS_IDS]),
+        tile_arg_i64(tokens), tile_arg_i64(k)},
+       6},
+      /* hidden = act(x[token] w_gate[e]) * (x[token] w_up[e]), rows gathered */
+      {m->wk[w][W_UP + p->act],
+       {gemm_grid, 1, 1},
+       {tile_arg_ptr(s[WS_HIDDEN]), tile_arg_ptr(x), tile_arg_ptr(w_gate), tile_arg_ptr(w_up),
+        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_i64(e), tile_arg_i64(dff),
+        tile_arg_i64(dm)},
+       9},
+      /* out = hidden w_down[e], rows already in the permuted order */
+      {m->wk[w][W_DOWN],
+       {gemm_grid, 1, 1},
+       {tile_arg_ptr(s[WS_OUT]), tile_arg_ptr(s[WS_HIDDEN]), tile_arg_ptr(w_down), tile_arg_ptr(w_down),
+        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_i64(e), tile_arg_i64(dm),
+        tile_arg_i64(dff)},
+       9},
+      {m->sk[S_COMBINE],
+       {cdiv(tokens, m->combine_rows), cdiv(dm, m->combine_cols), 1},
+       {tile_arg_ptr(y), tile_arg_ptr(s[WS_OUT]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(s[WS_ROW_OF]),
+        tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(k)},
+       7},
+  };
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0] && st == TILE_OK; i++) {
+    st = tile_launch(steps[i].k, steps[i].grid, stream, steps[i].a, steps[i].n);
+    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, tile_kernel_name(steps[i].k));
+  }
+  return st;
+}
