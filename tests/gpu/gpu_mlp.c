@@ -144,7 +144,8 @@ static bool run_mlp(Gpu *g, int act, uint64_t seed) {
  * GEMM, combine; y against float64 from the routing the GPU chose. */
 /* The same MoE layer through tile_moe_forward (its own workspace): y must
  * equal the direct launches' bit for bit (the rows' order within an
- * expert may differ, each row's products do not). */
+ * expert may differ, each row's products do not), called directly and
+ * from a CUDA graph that captured the call. */
 static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, const uint64_t in[5], const DBuf *y) {
   tile_moe *m = NULL;
   tile_moe_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .experts = E, .top_k = K, .renormalize = true};
@@ -162,6 +163,22 @@ static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, c
     printf("  tile_moe_forward: y differs from the direct launches\n");
     ok = false;
   }
+  /* the whole layer captured in one CUDA graph and replayed twice on a
+   * poisoned y: the same bits */
+  tile_stream *st = NULL;
+  tile_graph *graph = NULL;
+  if (ok) dbuf_poison(&y2), ok = dbuf_upload(g, &y2) && tile_stream_create(g->rt, &st) == TILE_OK;
+  ok = ok && tile_graph_begin_capture(st) == TILE_OK &&
+       tile_moe_forward(m, &p, y2.dev, in[0], in[1], in[2], in[3], in[4], ws, st) == TILE_OK &&
+       tile_graph_end_capture(st, &graph) == TILE_OK && tile_graph_launch(graph, st) == TILE_OK &&
+       tile_graph_launch(graph, st) == TILE_OK && tile_stream_synchronize(st) == TILE_OK && dbuf_download(g, &y2);
+  if (!ok && st) printf("  the MoE layer in a CUDA graph: %s\n", tile_last_error());
+  if (ok && memcmp(y2.host, y->host, y->n * 2)) {
+    printf("  the MoE layer replayed from a CUDA graph: y differs\n");
+    ok = false;
+  }
+  if (graph) tile_graph_destroy(graph);
+  if (st) tile_stream_destroy(st);
   dbuf_free(g, &y2);
   tile_mem_free(g->rt, ws);
   tile_moe_destroy(m);
