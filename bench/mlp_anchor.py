@@ -99,7 +99,7 @@ def moe_anchors():
 
 def tile_rows(path):
     rows = {}
-    pat = re.compile(r"^(mlp swiglu|moe mixtral|moe fine-grained)\b.*?\s+([\d.]+) TFLOP/s")
+    pat = re.compile(r"^(mlp swiglu fp8|mlp swiglu|moe mixtral|moe fine-grained)\b.*?\s+([\d.]+) TFLOP/s")
     with open(path) as f:
         for line in f:
             m = pat.match(line)
@@ -118,6 +118,10 @@ def main():
         t = tiles.get("mlp swiglu", 0)
         print(f"| SwiGLU MLP 8192 tokens 4096->14336->4096 | PyTorch {name} | {v:.1f} | {t:.1f} | "
               f"{t / v:.3f} |" if t else f"| SwiGLU MLP | PyTorch {name} | {v:.1f} | - | - |")
+    t8, t16 = tiles.get("mlp swiglu fp8", 0), tiles.get("mlp swiglu", 0)
+    if t8 and t16:
+        print(f"| SwiGLU MLP fp8 e4m3 (quantizations included) | tile bf16 (this run) | {t16:.1f} | {t8:.1f} | "
+              f"{t8 / t16:.3f} |")
     for (name, how), v in moe_anchors().items():
         t = tiles.get(f"moe {name}", 0)
         print(f"| MoE {name} layer | PyTorch {how} | {v:.1f} | {t:.1f} | {t / v:.3f} |" if t

@@ -113,6 +113,64 @@ static void bench_swiglu(Gpu *g) {
   variant_free(&up), variant_free(&down);
 }
 
+/* The same layer in fp8 e4m3 (mlp.tile's fp8 kernels): the two per-token
+ * quantizations timed with the products. Reported against the bf16
+ * figure by mlp_anchor.py. */
+static void bench_swiglu_fp8(Gpu *g) {
+  const int tokens = 8192, d = 4096, dff = 14336;
+  static const char *const kn[4] = {"mlp_quantize_fp8", "mlp_gate_up_fp8", "mlp_quantize_fp8", "mlp_down_fp8"};
+  Variant v[4];
+  memset(v, 0, sizeof v);
+  bool ok = true;
+  for (int i = 0; i < 4 && ok; i++)
+    ok = variant_build_kernel(g, "lang/std/mlp.tile", kn[i], i == 3 ? (const char *const[]){"RESIDUAL", "false", NULL} : NULL,
+                              &v[i]);
+  uint64_t x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 11), xq = dev_fill(g, "f8e4m3", (size_t)tokens * d, 0, 0);
+  uint64_t xs = dev_fill(g, "f32", (size_t)tokens, 0, 0), hs = dev_fill(g, "f32", (size_t)tokens, 0, 0);
+  uint64_t w1 = dev_fill(g, "f8e4m3", (size_t)d * dff, 200, 12), w3 = dev_fill(g, "f8e4m3", (size_t)d * dff, 200, 13);
+  uint64_t w2 = dev_fill(g, "f8e4m3", (size_t)dff * d, 200, 14);
+  /* the weights' per-channel scales: positive, around 1e-4 */
+  uint64_t s1 = dev_fill(g, "f32", (size_t)dff, 0, 0), s3 = dev_fill(g, "f32", (size_t)dff, 0, 0);
+  uint64_t s2 = dev_fill(g, "f32", (size_t)d, 0, 0);
+  uint64_t h = dev_fill(g, "bf16", (size_t)tokens * dff, 0, 0), hq = dev_fill(g, "f8e4m3", (size_t)tokens * dff, 0, 0);
+  uint64_t y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  uint64_t bufs[] = {x, xq, xs, hs, w1, w3, w2, s1, s3, s2, h, hq, y};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok = ok && bufs[i];
+  if (ok) {
+    float *one = malloc(sizeof(float) * (size_t)dff);
+    for (int i = 0; one && i < dff; i++) one[i] = 1e-4f;
+    ok = one && tile_memcpy_htod(g->rt, s1, one, sizeof(float) * (size_t)dff) == TILE_OK &&
+         tile_memcpy_htod(g->rt, s3, one, sizeof(float) * (size_t)dff) == TILE_OK &&
+         tile_memcpy_htod(g->rt, s2, one, sizeof(float) * (size_t)d) == TILE_OK;
+    free(one);
+  }
+  if (ok) {
+    tile_tensor th = {h, 2, {tokens, dff}, {dff, 1}}, txq = {xq, 2, {tokens, d}, {d, 1}};
+    tile_tensor t1 = {w1, 2, {dff, d}, {d, 1}}, t3 = {w3, 2, {dff, d}, {d, 1}};
+    tile_tensor ty = {y, 2, {tokens, d}, {d, 1}}, thq = {hq, 2, {tokens, dff}, {dff, 1}}, t2 = {w2, 2, {d, dff}, {dff, 1}};
+    uint32_t sms = (uint32_t)g->props.sm_count;
+    Layer l = {.g = g, .nsteps = 4};
+    l.steps[0] = (Step){v[0].kernel, {(uint32_t)tokens, 1},
+                        {tile_arg_ptr(xq), tile_arg_ptr(xs), tile_arg_ptr(x), tile_arg_i64(d)}, 4};
+    l.steps[1] = (Step){v[1].kernel, {sms, 1}, {tile_arg_tensor(&th), tile_arg_tensor(&txq), tile_arg_tensor(&t1),
+                                               tile_arg_tensor(&t3), tile_arg_ptr(xs), tile_arg_ptr(s1), tile_arg_ptr(s3),
+                                               tile_arg_i64(tokens), tile_arg_i64(d), tile_arg_i64(dff)}, 10};
+    l.steps[2] = (Step){v[2].kernel, {(uint32_t)tokens, 1},
+                        {tile_arg_ptr(hq), tile_arg_ptr(hs), tile_arg_ptr(h), tile_arg_i64(dff)}, 4};
+    l.steps[3] = (Step){v[3].kernel, {sms, 1}, {tile_arg_tensor(&ty), tile_arg_tensor(&thq), tile_arg_tensor(&t2),
+                                               tile_arg_ptr(hs), tile_arg_ptr(s2), tile_arg_ptr(y), tile_arg_i64(d),
+                                               tile_arg_i64(tokens), tile_arg_i64(dff), tile_arg_i64(d)}, 10};
+    double ms = bench_time_ms(g, run_layer, &l);
+    if (ms > 0)
+      bench_add_row("mlp swiglu fp8 e4m3 8192 tokens 4096->14336->4096 tile (quantize + mlp_gate_up_fp8 + quantize + "
+                    "mlp_down_fp8)",
+                    2.0 * tokens * d * (double)dff * 3 / (ms * 1e9), 0, "TFLOP/s");
+  }
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
+  for (int i = 0; i < 4; i++) variant_free(&v[i]);
+}
+
 static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top_k, int d, int dff) {
   char e_s[16], name[MLP_NAME_BYTES];
   snprintf(e_s, sizeof e_s, "%d", experts);
@@ -170,6 +228,7 @@ static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top
 
 void bench_mlp(Gpu *g) {
   bench_swiglu(g);
+  bench_swiglu_fp8(g);
   bench_moe(g, "mixtral 8192 tokens 8 experts top-2 4096->14336->4096", 8192, 8, 2, 4096, 14336);
   bench_moe(g, "fine-grained 16384 tokens 128 experts top-8 2048->768->2048", 16384, 128, 8, 2048, 768);
 }

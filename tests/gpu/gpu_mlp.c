@@ -277,17 +277,93 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
   return ok;
 }
 
+/* The fp8 layer: quantize x, the e4m3 gate/up projection with its
+ * scales, quantize h, the e4m3 down projection with the residual; h and y
+ * against float64 from the kernels' own quantized operands. */
+static bool run_mlp_fp8(Gpu *g, uint64_t seed) {
+  const int tokens = 1000, dm = 264, dff = 520;
+  static const char *const kn[4] = {"mlp_quantize_fp8", "mlp_gate_up_fp8", "mlp_quantize_fp8", "mlp_down_fp8"};
+  Variant v[4];
+  memset(v, 0, sizeof v);
+  bool ok = true;
+  for (int i = 0; i < 4 && ok; i++) ok = variant_build_kernel(g, MLP_FILE, kn[i], NULL, &v[i]);
+  enum { X, XQ, XS, WG, WU, GS, US, H, HQ, HS, WD, DS, RES, Y, NB };
+  static const char *const names[NB] = {"x",  "xq", "xs", "w_gate", "w_up", "gate_scale", "up_scale",
+                                        "h",  "hq", "hs", "w_down", "down_scale", "residual", "y"};
+  static const char *const types[NB] = {"bf16", "f8e4m3", "f32", "f8e4m3", "f8e4m3", "f32", "f32",
+                                        "bf16", "f8e4m3", "f32", "f8e4m3", "f32", "bf16", "bf16"};
+  const size_t tx = (size_t)tokens * dm, th = (size_t)tokens * dff, w = (size_t)dm * dff;
+  const size_t sizes[NB] = {tx, tx, (size_t)tokens, w, w, (size_t)dff, (size_t)dff,
+                            th, th, (size_t)tokens, w, (size_t)dm, tx, tx};
+  /* weights across e4m3's range, their scales small (values of about 0.01-0.1) */
+  const double range[NB] = {3, 0, 0, 200, 200, 5e-4, 5e-4, 0, 0, 0, 200, 5e-4, 1, 0};
+  DBuf b[NB];
+  memset(b, 0, sizeof b);
+  Rng rng = {seed};
+  ok = ok && alloc_all(g, b, names, types, sizes, NB, &rng, range);
+  if (ok) { /* positive scales */
+    const int sc[3] = {GS, US, DS};
+    for (int i = 0; i < 3; i++)
+      for (size_t j = 0; j < b[sc[i]].n; j++) dbuf_set(&b[sc[i]], j, fabs(dbuf_get(&b[sc[i]], j)) + 1e-4);
+    ok = dbuf_upload(g, &b[GS]) && dbuf_upload(g, &b[US]) && dbuf_upload(g, &b[DS]);
+  }
+  uint32_t sms = (uint32_t)g->props.sm_count;
+  tile_tensor t_h = matrix(&b[H], tokens, dff), t_xq = matrix(&b[XQ], tokens, dm), t_g = matrix(&b[WG], dff, dm);
+  tile_tensor t_u = matrix(&b[WU], dff, dm), t_y = matrix(&b[Y], tokens, dm), t_hq = matrix(&b[HQ], tokens, dff);
+  tile_tensor t_d = matrix(&b[WD], dm, dff);
+#define P(i) tile_arg_ptr(b[i].dev)
+  tile_arg q1[4] = {P(XQ), P(XS), P(X), tile_arg_i64(dm)};
+  tile_arg up[10] = {tile_arg_tensor(&t_h), tile_arg_tensor(&t_xq), tile_arg_tensor(&t_g), tile_arg_tensor(&t_u),
+                     P(XS), P(GS), P(US), tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(dff)};
+  tile_arg q2[4] = {P(HQ), P(HS), P(H), tile_arg_i64(dff)};
+  tile_arg dn[10] = {tile_arg_tensor(&t_y), tile_arg_tensor(&t_hq), tile_arg_tensor(&t_d), P(HS), P(DS), P(RES),
+                     tile_arg_i64(dm),      tile_arg_i64(tokens),   tile_arg_i64(dff),    tile_arg_i64(dm)};
+#undef P
+  ok = ok && launch(g, &v[0], tokens, 1, q1, 4) && launch(g, &v[1], sms, 1, up, 10) && launch(g, &v[2], tokens, 1, q2, 4) &&
+       launch(g, &v[3], sms, 1, dn, 10) && tile_synchronize(g->rt) == TILE_OK;
+  for (int i = 0; i < NB && ok; i++) ok = dbuf_download(g, &b[i]);
+  if (ok) {
+    double *want_h = malloc(sizeof(double) * th), *want_y = malloc(sizeof(double) * tx);
+    for (int i = 0; i < tokens; i++)
+      for (int j = 0; j < dff; j++) {
+        double gs = 0, us = 0;
+        for (int t = 0; t < dm; t++) {
+          double xv = dbuf_get(&b[XQ], (size_t)i * dm + t);
+          gs += xv * dbuf_get(&b[WG], (size_t)j * dm + t), us += xv * dbuf_get(&b[WU], (size_t)j * dm + t);
+        }
+        double xs = dbuf_get(&b[XS], i);
+        want_h[(size_t)i * dff + j] = act_ref(gs * xs * dbuf_get(&b[GS], j), 4) * us * xs * dbuf_get(&b[US], j);
+      }
+    for (int i = 0; i < tokens; i++) /* from the kernels' quantized h */
+      for (int j = 0; j < dm; j++) {
+        double s = 0;
+        for (int t = 0; t < dff; t++) s += dbuf_get(&b[HQ], (size_t)i * dff + t) * dbuf_get(&b[WD], (size_t)j * dff + t);
+        want_y[(size_t)i * dm + j] = s * dbuf_get(&b[HS], i) * dbuf_get(&b[DS], j) + dbuf_get(&b[RES], (size_t)i * dm + j);
+      }
+    double eh = rel_err(&b[H], want_h, th), ey = rel_err(&b[Y], want_y, tx);
+    if (!(eh <= MLP_TOL)) printf("  h: relative error %.3g\n", eh);
+    if (!(ey <= MLP_TOL)) printf("  y: relative error %.3g\n", ey);
+    ok = eh <= MLP_TOL && ey <= MLP_TOL;
+    free(want_h), free(want_y);
+  }
+  for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
+  for (int i = 0; i < 4; i++) variant_free(&v[i]);
+  return ok;
+}
+
 int gpu_mlp_tests(Gpu *g, const char *only) {
   static const char *const names[] = {"mlp swiglu 1000 tokens 264->520->264", "mlp geglu erf", "mlp geglu tanh",
                                       "moe layer 1001 tokens 8 experts top-2 (two never chosen)",
-                                      "moe layer 600 tokens 128 experts top-8 (fine-grained)"};
+                                      "moe layer 600 tokens 128 experts top-8 (fine-grained)",
+                                      "mlp fp8 e4m3 swiglu 1000 tokens 264->520->264 (per-token, per-channel scales)"};
   int failed = 0;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 6; i++) {
     if (only && !strstr(names[i], only)) continue;
     double t0 = now_ms();
     bool ok = i < 3    ? run_mlp(g, i, 8000 + (uint64_t)i)
               : i == 3 ? run_moe(g, 8100, 8, 2, 1001, 136, 264, true)
-                       : run_moe(g, 8200, 128, 8, 600, 128, 192, false);
+              : i == 4 ? run_moe(g, 8200, 128, 8, 600, 128, 192, false)
+                       : run_mlp_fp8(g, 8300);
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);
     fflush(stdout);
     if (ok) g->passed++;

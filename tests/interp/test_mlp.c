@@ -148,3 +148,92 @@ static void check_act_backward(int act, uint64_t seed) {
 Test(mlp, act_backward_each_activation) {
   for (int act = 0; act <= 2; act++) check_act_backward(act, 96 + (uint64_t)act);
 }
+
+/* ---- fp8: per-token activation scales, per-channel weight scales ---- */
+
+/* The quantization of x [rows, n]: q exactly (x * (1 / s)) rounded to
+ * e4m3, s = max |x[row]| / 448 (in f32, as the kernel computes them). */
+static void quantize(HBuf *q, HBuf *s, const HBuf *x, int rows, int n) {
+  tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_quantize_fp8", NULL);
+  hbuf_poison(q), hbuf_poison(s);
+  tc_arg args[4] = {{.p = q->data}, {.p = s->data}, {.p = x->data}, {.i = n}};
+  const HBuf *bufs[] = {q, s, x};
+  harness_run(c, (int64_t[3]){rows, 1, 1}, args, 4, bufs, 3);
+  tc_free(c);
+  HBuf want = hbuf_new("f8e4m3", (size_t)n, "q");
+  for (int r = 0; r < rows; r++) {
+    float m = 0;
+    for (int j = 0; j < n; j++) m = fmaxf(m, fabsf((float)hbuf_get(x, (size_t)r * n + j)));
+    float scale = m > 0 ? m / 448.0f : 1.0f, inv = 1.0f / scale;
+    cr_expect_eq((float)hbuf_get(s, r), scale, "scale of row %d", r);
+    for (int j = 0; j < n; j++) hbuf_set(&want, j, (double)((float)hbuf_get(x, (size_t)r * n + j) * inv));
+    for (int j = 0; j < n; j++)
+      cr_expect_eq(hbuf_get(q, (size_t)r * n + j), hbuf_get(&want, j), "q[%d][%d]", r, j);
+  }
+  hbuf_free(&want);
+}
+
+static void check_fp8_layer(int tokens, int d_model, int d_ff, int act, uint64_t seed) {
+  Rng rng = {seed};
+  size_t nx = (size_t)tokens * d_model, nh = (size_t)tokens * d_ff;
+  HBuf x = hbuf_new("bf16", nx, "x"), xq = hbuf_new("f8e4m3", nx, "xq"), xs = hbuf_new("f32", (size_t)tokens, "xs");
+  HBuf wg = hbuf_new("f8e4m3", (size_t)d_ff * d_model, "w_gate"), wu = hbuf_new("f8e4m3", (size_t)d_ff * d_model, "w_up");
+  HBuf gs = hbuf_new("f32", (size_t)d_ff, "gate_scale"), us = hbuf_new("f32", (size_t)d_ff, "up_scale");
+  HBuf wd = hbuf_new("f8e4m3", (size_t)d_model * d_ff, "w_down"), ds = hbuf_new("f32", (size_t)d_model, "down_scale");
+  HBuf h = hbuf_new("bf16", nh, "h"), hq = hbuf_new("f8e4m3", nh, "hq"), hs = hbuf_new("f32", (size_t)tokens, "hs");
+  HBuf res = hbuf_new("bf16", nx, "residual"), y = hbuf_new("bf16", nx, "y");
+  hbuf_fill_uniform(&x, &rng, -3, 3), hbuf_fill_uniform(&wg, &rng, -200, 200), hbuf_fill_uniform(&wu, &rng, -200, 200);
+  hbuf_fill_uniform(&wd, &rng, -200, 200), hbuf_fill_uniform(&res, &rng, -1, 1);
+  hbuf_fill_uniform(&gs, &rng, 1e-4, 5e-4), hbuf_fill_uniform(&us, &rng, 1e-4, 5e-4), hbuf_fill_uniform(&ds, &rng, 1e-4, 5e-4);
+  for (int j = 0; j < d_model; j++) hbuf_set(&x, j, 0); /* a row of zeros: scale 1 */
+  hbuf_poison(&h), hbuf_poison(&y);
+  quantize(&xq, &xs, &x, tokens, d_model);
+  cr_expect_eq(hbuf_get(&xs, 0), 1.0, "a row of zeros has scale 1");
+
+  char a[4];
+  snprintf(a, sizeof a, "%d", act);
+  tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_gate_up_fp8", (const char *const[]){"ACT", a, NULL});
+  tc_arg ua[10] = {matrix(&h, tokens, d_ff), matrix(&xq, tokens, d_model), matrix(&wg, d_ff, d_model),
+                   matrix(&wu, d_ff, d_model), {.p = xs.data}, {.p = gs.data}, {.p = us.data},
+                   {.i = tokens}, {.i = d_model}, {.i = d_ff}};
+  const HBuf *ub[] = {&h, &xq, &wg, &wu, &xs, &gs, &us};
+  harness_run(c, (int64_t[3]){MLP_PROGRAMS, 1, 1}, ua, 10, ub, 7);
+  tc_free(c);
+  double *want_h = malloc(sizeof(double) * nh);
+  for (int i = 0; i < tokens; i++)
+    for (int j = 0; j < d_ff; j++) {
+      double g = 0, u = 0;
+      for (int t = 0; t < d_model; t++) {
+        double xv = hbuf_get(&xq, (size_t)i * d_model + t);
+        g += xv * hbuf_get(&wg, (size_t)j * d_model + t), u += xv * hbuf_get(&wu, (size_t)j * d_model + t);
+      }
+      g *= hbuf_get(&xs, i) * hbuf_get(&gs, j), u *= hbuf_get(&xs, i) * hbuf_get(&us, j);
+      want_h[(size_t)i * d_ff + j] = gate_ref(g, act) * u;
+    }
+  double eh = rel_error(&h, want_h, nh);
+  cr_expect_lt(eh, BF16_TOL, "gate_up_fp8 %dx%dx%d act %d: rel error %g", tokens, d_model, d_ff, act, eh);
+
+  quantize(&hq, &hs, &h, tokens, d_ff);
+  c = harness_compile("lang/std/mlp.tile", "mlp_down_fp8", NULL);
+  tc_arg da[10] = {matrix(&y, tokens, d_model), matrix(&hq, tokens, d_ff), matrix(&wd, d_model, d_ff),
+                   {.p = hs.data},  {.p = ds.data}, {.p = res.data}, {.i = d_model},
+                   {.i = tokens},   {.i = d_ff},    {.i = d_model}};
+  const HBuf *db[] = {&y, &hq, &wd, &hs, &ds, &res};
+  harness_run(c, (int64_t[3]){MLP_PROGRAMS, 1, 1}, da, 10, db, 6);
+  tc_free(c);
+  double *want_y = malloc(sizeof(double) * nx);
+  for (int i = 0; i < tokens; i++)
+    for (int j = 0; j < d_model; j++) {
+      double s = 0;
+      for (int t = 0; t < d_ff; t++) s += hbuf_get(&hq, (size_t)i * d_ff + t) * hbuf_get(&wd, (size_t)j * d_ff + t);
+      want_y[(size_t)i * d_model + j] = s * hbuf_get(&hs, i) * hbuf_get(&ds, j) + hbuf_get(&res, (size_t)i * d_model + j);
+    }
+  double ey = rel_error(&y, want_y, nx);
+  cr_expect_lt(ey, BF16_TOL, "down_fp8 %dx%dx%d: rel error %g", tokens, d_ff, d_model, ey);
+  free(want_h), free(want_y);
+  HBuf *all[] = {&x, &xq, &xs, &wg, &wu, &gs, &us, &wd, &ds, &h, &hq, &hs, &res, &y};
+  for (int i = 0; i < 14; i++) hbuf_free(all[i]);
+}
+
+Test(mlp, fp8_layer_swiglu) { check_fp8_layer(70, 136, 264, 0, 96); }
+Test(mlp, fp8_layer_geglu_erf) { check_fp8_layer(9, 64, 200, 1, 97); }
