@@ -11,6 +11,14 @@
 #include "att_d128_causal.h"
 #include "att_d64.h"
 #include "att_d64_causal.h"
+#include "att_ws_d128.h"
+#include "att_ws_d128_bshd.h"
+#include "att_ws_d128_causal.h"
+#include "att_ws_d128_causal_bshd.h"
+#include "att_ws_d64.h"
+#include "att_ws_d64_bshd.h"
+#include "att_ws_d64_causal.h"
+#include "att_ws_d64_causal_bshd.h"
 #include "internal.h"
 #include "tile_attention.h"
 
@@ -36,6 +44,13 @@ static const struct {
                       {128, false, att_d128_load},
                       {128, true, att_d128_causal_load}};
 
+/* The warp-specialized forward per spec: [0] contiguous BHSD, [1] BSHD. */
+#define ATT_WS_LAYOUTS 2
+static const LoadFn ws_loads[ATT_SPECS][ATT_WS_LAYOUTS] = {{att_ws_d64_load, att_ws_d64_bshd_load},
+                                                          {att_ws_d64_causal_load, att_ws_d64_causal_bshd_load},
+                                                          {att_ws_d128_load, att_ws_d128_bshd_load},
+                                                          {att_ws_d128_causal_load, att_ws_d128_causal_bshd_load}};
+
 enum { K_FWD, K_PRE, K_DKDV, K_DQ, K_COUNT };
 static const char *const kernel_names[K_COUNT] = {"attention_fwd_lse", "attention_bwd_preprocess",
                                                   "attention_bwd_dkdv", "attention_bwd_dq"};
@@ -46,6 +61,9 @@ struct tile_attention {
   tile_module *mod[ATT_SPECS];
   tile_kernel *k[ATT_SPECS][K_COUNT];
   int block[ATT_SPECS][K_COUNT];
+  tile_module *ws_mod[ATT_SPECS][ATT_WS_LAYOUTS];
+  tile_kernel *ws[ATT_SPECS][ATT_WS_LAYOUTS];
+  int ws_block[ATT_SPECS][ATT_WS_LAYOUTS];
 };
 
 static int const_int(const tile_kernel *k, const char *name) {
@@ -70,6 +88,13 @@ tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
       if (st == TILE_OK && a->block[s][i] <= 0)
         st = tilert_fail(TILE_ERROR_BAD_METADATA, "%s has no %s", kernel_names[i], block_consts[i]);
     }
+    for (int l = 0; l < ATT_WS_LAYOUTS && st == TILE_OK; l++) {
+      st = ws_loads[s][l](rt, &a->ws_mod[s][l]);
+      if (st == TILE_OK) st = tile_kernel_get(a->ws_mod[s][l], "flash_attention_ws", &a->ws[s][l]);
+      a->ws_block[s][l] = st == TILE_OK ? const_int(a->ws[s][l], "BLOCK_M") : 0;
+      if (st == TILE_OK && a->ws_block[s][l] <= 0)
+        st = tilert_fail(TILE_ERROR_BAD_METADATA, "flash_attention_ws has no BLOCK_M");
+    }
   }
   if (st != TILE_OK) {
     tilert_error_prefix("tile_attention_create");
@@ -82,7 +107,10 @@ tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
 
 void tile_attention_destroy(tile_attention *a) {
   if (!a) return;
-  for (int s = 0; s < ATT_SPECS; s++) tile_module_unload(a->mod[s]);
+  for (int s = 0; s < ATT_SPECS; s++) {
+    tile_module_unload(a->mod[s]);
+    for (int l = 0; l < ATT_WS_LAYOUTS; l++) tile_module_unload(a->ws_mod[s][l]);
+  }
   free(a);
 }
 
@@ -169,6 +197,41 @@ static tile_status launch(const tile_attention *a, const Problem *pr, int kernel
   return st;
 }
 
+/* The warp-specialized forward's layout for these strides: 0 contiguous
+ * BHSD, 1 contiguous BSHD, -1 neither (the strided forward then). */
+static int ws_layout(const tile_attention_problem *p) {
+  int64_t d = p->head_dim, n = p->seqlen;
+  const int64_t *qs = p->q_strides, *ks = p->kv_strides;
+  if (qs[2] == d && qs[1] == n * d && qs[0] == p->heads * n * d && ks[2] == d && ks[1] == n * d &&
+      ks[0] == p->heads_kv * n * d)
+    return 0;
+  if (qs[2] == p->heads * d && qs[1] == d && qs[0] == n * p->heads * d && ks[2] == p->heads_kv * d && ks[1] == d &&
+      ks[0] == n * p->heads_kv * d)
+    return 1;
+  return -1;
+}
+
+/* out and lse by flash_attention_ws.tile: q, k, v as matrices of rows
+ * (BHSD: rows of a head's sequence; BSHD: rows of tokens). */
+static tile_status forward_ws(const tile_attention *a, const Problem *pr, int layout, uint64_t out, uint64_t lse,
+                              uint64_t q, uint64_t k, uint64_t v, tile_stream *stream) {
+  const tile_attention_problem *p = &pr->p;
+  int64_t b = p->batch, n = p->seqlen, d = p->head_dim, h = p->heads, hk = p->heads_kv;
+  tile_tensor tq = {q, 2, {b * h * n, d}, {d, 1}}, tk = {k, 2, {b * hk * n, d}, {d, 1}};
+  if (layout == 1) tq = (tile_tensor){q, 2, {b * n, h * d}, {h * d, 1}}, tk = (tile_tensor){k, 2, {b * n, hk * d}, {hk * d, 1}};
+  tile_tensor tv = tk;
+  tv.ptr = v;
+  /* cu_q and cu_k are not read without VARLEN: lse stands in */
+  tile_arg args[11] = {tile_arg_ptr(out),    tile_arg_ptr(lse),  tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+                       tile_arg_tensor(&tv), tile_arg_ptr(lse),  tile_arg_ptr(lse),    tile_arg_i64(n),
+                       tile_arg_i64(h),      tile_arg_i64(hk),   tile_arg_f32(p->sm_scale)};
+  int block = a->ws_block[pr->spec][layout];
+  uint32_t grid[3] = {(uint32_t)((n + block - 1) / block), (uint32_t)(b * h), 1};
+  tile_status st = tile_launch(a->ws[pr->spec][layout], grid, stream, args, 11);
+  if (st != TILE_OK) tilert_error_prefix("flash_attention_ws");
+  return st;
+}
+
 tile_status tile_attention_forward(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t lse,
                                    uint64_t q, uint64_t k, uint64_t v, tile_stream *stream) {
   static const char fn[] = "tile_attention_forward";
@@ -179,6 +242,8 @@ tile_status tile_attention_forward(tile_attention *a, const tile_attention_probl
   if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 5);
   if (st == TILE_OK && !a) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
   if (st != TILE_OK) return st;
+  int layout = ws_layout(&pr.p);
+  if (layout >= 0) return forward_ws(a, &pr, layout, out, lse, q, k, v, stream);
   tile_arg args[ATT_MAX_ARGS];
   for (int i = 0; i < 5; i++) args[i] = tile_arg_ptr(ptrs[i]);
   scalars(&pr.p, args + 5);

@@ -1,6 +1,8 @@
 /* tile_attention.h - flash attention from C, over libtile: the standard
- * library's training kernels (lang/std/flash_attention_bwd.tile), compiled
- * when the library is built for every head dim and mask it offers and
+ * library's training kernels (lang/std/flash_attention_bwd.tile) and its
+ * warp-specialized forward (flash_attention_ws.tile, used when the tensors
+ * are contiguous BHSD or BSHD; the strided forward otherwise), compiled
+ * when the library is built for every head dim and mask they offer and
  * embedded, picked per call. No launch code to write:
  *
  *   tile_attention *att;
