@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -19,11 +20,12 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -k, --kernel NAME      only this kernel (default: every kernel in the file)\n"
-    "  -D NAME=VALUE          value of a const parameter (repeatable)\n"
+    "  -D NAME=VALUE          value of a const parameter (repeatable; also -DNAME=VALUE)\n"
     "  --emit=STAGE           output the program after a stage: tokens, ast, ir (tile IR),\n"
     "                         lowered (tile IR with GPU layouts), llvm, ptx, cubin, header\n"
-    "  -o FILE                write the --emit output to FILE instead of stdout\n"
-    "                         (required for cubin)\n"
+    "  -o FILE                write the --emit output to FILE instead of stdout (also -oFILE;\n"
+    "                         - is stdout); without --emit the stage comes from the name:\n"
+    "                         .cubin, .ptx, .ll (llvm), .h (header), .tir (ir)\n"
     "  --embed                with --emit=header: embed the cubin in the header\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
     "  -Werror=spills         register spills are errors, not warnings (compiles to a cubin\n"
@@ -32,14 +34,17 @@ static const char usage_text[] =
     "                         barrier, phase and program; TMA copies check their row alignment\n"
     "  --linker=NAME          PTX to cubin with: auto (default), nvjitlink, ptxas\n"
     "  --arch=SM              target GPU (default sm_90a)\n"
-    "  -O0                    skip the IR optimization passes\n"
+    "  -O0                    skip the IR optimization passes (-O1, -O2, -O3: the default)\n"
     "  --verify-each          verify the IR after every optimization pass\n"
     "  -h, --help             show this help\n"
     "  --version              show the version\n"
     "\n"
-    "Without --emit, tilec checks the file and prints only diagnostics.\n"
+    "FILE - reads the source from stdin. Without --emit or -o, tilec checks the file and\n"
+    "prints only diagnostics.\n"
     "Exit status: 0 success, 1 errors in the source, 2 bad usage.\n";
 
+/* The name diagnostics give a source read from stdin (FILE -). */
+#define STDIN_NAME "<stdin>"
 /* First buffer for a file whose size is not known (a pipe, a device). */
 #define CLI_READ_CHUNK ((size_t)1 << 16)
 
@@ -60,7 +65,8 @@ static char *read_failed(FILE *f, char *buf, const char *path, const char *why, 
 
 char *cli_read_file_max(const char *path, size_t max_bytes, const char *what, size_t *len) {
   char q[DIAG_QUOTE_BUF];
-  FILE *f = fopen(path, "rb");
+  /* "-" is stdin (read to its end; closed after, as a file would be) */
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : fdopen(dup(fileno(stdin)), "rb");
   if (!f) {
     fprintf(stderr, "tilec: cannot open '%s': %s\n", diag_quote(q, path), strerror(errno));
     return NULL;
@@ -129,6 +135,7 @@ typedef struct Options {
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
   bool no_opt, verify_each;
+  bool stdout_dash; /* -o -: stdout */
 } Options;
 
 /* Prints "tilec: " and fmt with the argument (quoted: cut when long). */
@@ -148,6 +155,21 @@ static bool same_file(const char *out, const char *in) {
   return stat(out, &a) == 0 && stat(in, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* The --emit stage that an output file's name asks for; -1 for none. */
+static int emit_of_name(const char *path) {
+  static const struct {
+    const char *ext;
+    int emit;
+  } exts[] = {{".cubin", EMIT_CUBIN}, {".ptx", TC_EMIT_PTX}, {".ll", TC_EMIT_LLVM}, {".h", EMIT_HEADER},
+              {".tir", TC_EMIT_IR}};
+  size_t n = strlen(path);
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    size_t e = strlen(exts[i].ext);
+    if (n > e && !strcmp(path + n - e, exts[i].ext)) return exts[i].emit;
+  }
+  return -1;
+}
+
 /* Returns -1 when parsing succeeded, otherwise an exit code. */
 static int parse_options(int argc, char **argv, Options *o) {
   static const char *const emits[EMIT_COUNT] = {"tokens", "ast", "ir", "lowered", "llvm", "ptx", "cubin", "header"};
@@ -165,6 +187,12 @@ static int parse_options(int argc, char **argv, Options *o) {
       printf("tilec %s (built without LLVM)\n", TILEC_VERSION);
 #endif
       return EXIT_OK;
+    } else if (!strncmp(a, "--kernel=", 9)) {
+      o->kernel = a + 9;
+    } else if (!strncmp(a, "-o", 2) && a[2]) {
+      o->out = a + 2;
+    } else if (!strcmp(a, "-O1") || !strcmp(a, "-O2") || !strcmp(a, "-O3")) {
+      o->no_opt = false;
     } else if (!strcmp(a, "-k") || !strcmp(a, "--kernel") || !strcmp(a, "-o") || !strcmp(a, "-D")) {
       if (i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
       const char *v = argv[++i];
@@ -212,8 +240,15 @@ static int parse_options(int argc, char **argv, Options *o) {
     }
   }
   if (!o->file) return usage_error("no input file%s", "");
-  if (o->out && same_file(o->out, o->file)) return usage_error("-o '%s' would overwrite the input", o->out);
-  if (o->emit == EMIT_CUBIN && !o->out) return usage_error("--emit=cubin needs -o FILE%s", "");
+  if (o->out && !strcmp(o->out, "-")) o->stdout_dash = true, o->out = NULL;
+  if (o->out && strcmp(o->file, "-") && same_file(o->out, o->file))
+    return usage_error("-o '%s' would overwrite the input", o->out);
+  if (o->emit == -1 && o->out) {
+    o->emit = emit_of_name(o->out);
+    if (o->emit < 0)
+      return usage_error("-o '%s' needs --emit=STAGE (or a name ending in .cubin, .ptx, .ll, .h or .tir)", o->out);
+  }
+  if (o->emit == EMIT_CUBIN && !o->out && !o->stdout_dash) return usage_error("--emit=cubin needs -o FILE%s", "");
   if (o->embed && o->emit != EMIT_HEADER) return usage_error("--embed goes with --emit=header%s", "");
   return -1;
 }
@@ -282,7 +317,7 @@ static int emit_gpu(const Options *o, tc_compilation *c, size_t *printed) {
     return write_bytes(o->out, cubin, size);
   }
   if (o->emit == EMIT_HEADER) {
-    char *guard = guard_from_path(o->out, o->file);
+    char *guard = guard_from_path(o->out, strcmp(o->file, "-") ? o->file : "stdin");
     char *text = tc_emit_header(c, guard, o->embed);
     int rc = write_output(o->out, text ? text : "");
     free(text);
@@ -301,7 +336,7 @@ static int compile_file(const Options *o) {
   char *src = cli_read_source(o->file, &len);
   if (!src) return EXIT_USAGE;
   tc_options opt = {o->kernel, o->defines, o->ndefines, o->no_opt, o->verify_each};
-  tc_compilation *c = tc_compile(o->file, src, len, &opt);
+  tc_compilation *c = tc_compile(strcmp(o->file, "-") ? o->file : STDIN_NAME, src, len, &opt);
   free(src);
   if (!c) {
     fputs("tilec: out of memory\n", stderr);

@@ -107,8 +107,8 @@ typedef struct Result {
 } Result;
 
 /* Runs tilec with args (NULL terminated, without argv[0]); stdin is
- * /dev/null, stdout and stderr are captured. */
-static Result run_argv(const char *const *args) {
+ * the file `in` (/dev/null when NULL), stdout and stderr are captured. */
+static Result run_argv_in(const char *in, const char *const *args) {
   static int serial;
   char name[32];
   snprintf(name, sizeof name, "stdout.%d", serial);
@@ -127,7 +127,7 @@ static Result run_argv(const char *const *args) {
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid;
@@ -143,6 +143,8 @@ static Result run_argv(const char *const *args) {
   cr_assert(r.out && r.err);
   return r;
 }
+
+static Result run_argv(const char *const *args) { return run_argv_in(NULL, args); }
 
 #define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
 
@@ -303,6 +305,52 @@ Test(cli, output_file) {
   cr_assert_not_null(text, "no output file");
   cr_expect_str_eq(text, "(kernel k (n i32)\n  (let x _ (+ n 1))\n)\n");
   free(text);
+  result_free(&r);
+}
+
+/* What gcc and nvcc users type: -oFILE, -o - (stdout), - (stdin),
+ * --kernel=NAME, -O2, and -o NAME.ptx without --emit (the stage from the
+ * name; a name that tells none is a usage error, not a silent exit 0). */
+Test(cli, compiler_command_line_habits) {
+  const char *f = write_file("two.tile", two_src);
+  const char *ptx = tmp_path("two.ptx");
+  Result r = RUN(f, "-o", ptx, "-k", "one");
+  expect_status(&r, 0);
+  char *text = read_file(ptx, NULL);
+  cr_expect(text && strstr(text, ".entry one") && !strstr(text, ".entry two"), "-o NAME.ptx writes PTX:\n%s",
+            text ? text : "(none)");
+  free(text);
+  result_free(&r);
+  const char *ir = tmp_path("two.tir");
+  char attached[300];
+  snprintf(attached, sizeof attached, "-o%s", ir);
+  r = RUN(f, attached, "--kernel=two", "-O2");
+  expect_status(&r, 0);
+  text = read_file(ir, NULL);
+  cr_expect(text && strstr(text, "kernel @two") && !strstr(text, "kernel @one"), "-oNAME.tir writes the IR:\n%s",
+            text ? text : "(none)");
+  free(text);
+  result_free(&r);
+  r = RUN(f, "--emit=ir", "-o", "-");
+  expect_status(&r, 0);
+  cr_expect(strstr(r.out, "kernel @one") && strstr(r.out, "kernel @two"), "-o - is stdout:\n%s", r.out);
+  result_free(&r);
+  r = run_argv_in(f, (const char *const[]){"-", "--emit=ir", NULL});
+  expect_status(&r, 0);
+  cr_expect(strstr(r.out, "module \"<stdin>\"") && strstr(r.out, "kernel @one"), "- reads stdin:\n%s", r.out);
+  result_free(&r);
+  const char *bad = write_file("bad_stdin.tile", bad_src);
+  r = run_argv_in(bad, (const char *const[]){"-", NULL});
+  expect_status(&r, 1);
+  cr_expect(starts_with(r.err, "<stdin>:"), "diagnostics name stdin:\n%s", r.err);
+  result_free(&r);
+  char msg[300];
+  const char *bin = tmp_path("two.bin");
+  snprintf(msg, sizeof msg, "tilec: -o '%s' needs --emit=STAGE (or a name ending in .cubin, .ptx, .ll, .h or .tir)", bin);
+  r = RUN(f, "-o", bin);
+  expect_status(&r, 2);
+  cr_expect(starts_with(r.err, msg), "stderr:\n%s", r.err);
+  cr_expect(!read_file(bin, NULL), "nothing written");
   result_free(&r);
 }
 
