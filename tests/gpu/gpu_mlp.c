@@ -4,10 +4,11 @@
  * offsets, the row maps, the gated grouped GEMM, the second grouped GEMM
  * and the combine, in one stream with no host round trip), against
  * float64 on the same rounded inputs, outputs poisoned first, at token
- * counts that are not multiples of the blocks and with experts that no
- * token chooses. The persistent kernels run on as many programs as SMs.
- * Each MLP and MoE case runs again through tile_mlp.h, which must give
- * the same bits. */
+ * counts of 1, 7, 1000 and 8191 (not multiples of the blocks), with
+ * experts that no token chooses and one that every token chooses, top-k
+ * 1, 2 and 8; and the fp8 layer. The persistent kernels run on as many
+ * programs as SMs. Each MLP and MoE case runs again through tile_mlp.h,
+ * which must give the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,8 @@ static bool api_matches(Gpu *g, int act, uint64_t x, uint64_t wg, uint64_t wu, u
   return ok;
 }
 
-static bool run_mlp(Gpu *g, int act, uint64_t seed) {
-  const int tokens = 1000, dm = 264, dff = 520;
+static bool run_mlp(Gpu *g, int act, int tokens, uint64_t seed) {
+  const int dm = 264, dff = 520;
   char a[4];
   snprintf(a, sizeof a, "%d", act);
   Variant up, down;
@@ -185,9 +186,14 @@ static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, c
   return ok;
 }
 
-/* One MoE layer: E experts (a power of two, the EXPERTS const), top K;
- * with `losers`, experts 3 and 6 lose every vote (no rows). */
-static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, bool losers) {
+/* How the logits are skewed: not at all, experts 3 and 6 losing every
+ * vote (no rows), or expert 5 winning every token's first choice (all
+ * the tokens). */
+enum { MOE_PLAIN, MOE_LOSERS, MOE_ALL_TO_5 };
+
+/* One MoE layer: E experts (a power of two, the EXPERTS const), top K. */
+static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, int skew) {
+  const bool losers = skew == MOE_LOSERS;
   const size_t pairs = (size_t)tokens * K;
   char es[16];
   snprintf(es, sizeof es, "%d", E);
@@ -217,6 +223,7 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
   if (ok) { /* experts 3 and 6 lose every vote (losers); the counts are poisoned: moe_route zeroes them */
     for (int t = 0; t < tokens && losers; t++)
       dbuf_set(&b[LOG], (size_t)t * E + 3, -100), dbuf_set(&b[LOG], (size_t)t * E + 6, -100);
+    for (int t = 0; t < tokens && skew == MOE_ALL_TO_5; t++) dbuf_set(&b[LOG], (size_t)t * E + 5, 100);
     dbuf_poison(&b[CNT]);
     ok = dbuf_upload(g, &b[LOG]) && dbuf_upload(g, &b[CNT]);
   }
@@ -250,7 +257,7 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
     for (int t = 0; t < tokens; t++)
       for (int kk = 0; kk < K; kk++) {
         int e = (int)dbuf_get(&b[IDS], (size_t)t * K + kk);
-        ok = ok && (!losers || (e != 3 && e != 6));
+        ok = ok && (!losers || (e != 3 && e != 6)) && (skew != MOE_ALL_TO_5 || kk > 0 || e == 5);
         for (int j = 0; j < dff; j++) {
           double gs = 0, us = 0;
           for (int q = 0; q < dm; q++) {
@@ -352,18 +359,34 @@ static bool run_mlp_fp8(Gpu *g, uint64_t seed) {
 }
 
 int gpu_mlp_tests(Gpu *g, const char *only) {
-  static const char *const names[] = {"mlp swiglu 1000 tokens 264->520->264", "mlp geglu erf", "mlp geglu tanh",
+  static const char *const names[] = {"mlp swiglu 1000 tokens 264->520->264",
+                                      "mlp geglu erf",
+                                      "mlp geglu tanh",
+                                      "mlp swiglu 1 token",
+                                      "mlp swiglu 7 tokens",
+                                      "mlp geglu tanh 8191 tokens",
                                       "moe layer 1001 tokens 8 experts top-2 (two never chosen)",
                                       "moe layer 600 tokens 128 experts top-8 (fine-grained)",
+                                      "moe layer 7 tokens 8 experts top-1 (all to one expert)",
+                                      "moe layer 1 token 32 experts top-8",
                                       "mlp fp8 e4m3 swiglu 1000 tokens 264->520->264 (per-token, per-channel scales)"};
+  enum { CASES = sizeof names / sizeof names[0] };
   int failed = 0;
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < CASES; i++) {
     if (only && !strstr(names[i], only)) continue;
     double t0 = now_ms();
-    bool ok = i < 3    ? run_mlp(g, i, 8000 + (uint64_t)i)
-              : i == 3 ? run_moe(g, 8100, 8, 2, 1001, 136, 264, true)
-              : i == 4 ? run_moe(g, 8200, 128, 8, 600, 128, 192, false)
-                       : run_mlp_fp8(g, 8300);
+    bool ok = false;
+    switch (i) {
+    case 0: case 1: case 2: ok = run_mlp(g, i, 1000, 8000 + (uint64_t)i); break;
+    case 3: ok = run_mlp(g, 0, 1, 8003); break;
+    case 4: ok = run_mlp(g, 0, 7, 8004); break;
+    case 5: ok = run_mlp(g, 2, 8191, 8005); break;
+    case 6: ok = run_moe(g, 8100, 8, 2, 1001, 136, 264, MOE_LOSERS); break;
+    case 7: ok = run_moe(g, 8200, 128, 8, 600, 128, 192, MOE_PLAIN); break;
+    case 8: ok = run_moe(g, 8201, 8, 1, 7, 136, 264, MOE_ALL_TO_5); break;
+    case 9: ok = run_moe(g, 8202, 32, 8, 1, 128, 192, MOE_PLAIN); break;
+    default: ok = run_mlp_fp8(g, 8300); break;
+    }
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);
     fflush(stdout);
     if (ok) g->passed++;
