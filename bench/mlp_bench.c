@@ -136,13 +136,13 @@ static void bench_swiglu_fp8(Gpu *g) {
   uint64_t y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
   uint64_t bufs[] = {x, xq, xs, hs, w1, w3, w2, s1, s3, s2, h, hq, y};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok = ok && bufs[i];
-  if (ok) {
-    float *one = malloc(sizeof(float) * (size_t)dff);
-    for (int i = 0; one && i < dff; i++) one[i] = 1e-4f;
-    ok = one && tile_memcpy_htod(g->rt, s1, one, sizeof(float) * (size_t)dff) == TILE_OK &&
-         tile_memcpy_htod(g->rt, s3, one, sizeof(float) * (size_t)dff) == TILE_OK &&
-         tile_memcpy_htod(g->rt, s2, one, sizeof(float) * (size_t)d) == TILE_OK;
-    free(one);
+  if (ok) { /* every channel's scale 1e-4 (dff >= d entries) */
+    float *scale = malloc(sizeof(float) * (size_t)dff);
+    for (int i = 0; scale && i < dff; i++) scale[i] = 1e-4f;
+    ok = scale && tile_memcpy_htod(g->rt, s1, scale, sizeof(float) * (size_t)dff) == TILE_OK &&
+         tile_memcpy_htod(g->rt, s3, scale, sizeof(float) * (size_t)dff) == TILE_OK &&
+         tile_memcpy_htod(g->rt, s2, scale, sizeof(float) * (size_t)d) == TILE_OK;
+    free(scale);
   }
   if (ok) {
     tile_tensor th = {h, 2, {tokens, dff}, {dff, 1}}, txq = {xq, 2, {tokens, d}, {d, 1}};

@@ -210,6 +210,10 @@ struct tile_graph {
   CUgraphExec exec;
 };
 
+/* The integer value of the kernel's const `name` from its metadata; 0 when
+ * it has none (for the libraries over libtile, which read block sizes). */
+int tilert_kernel_const_int(const tile_kernel *k, const char *name);
+
 /* ---- errors and logging ------------------------------------------------ */
 
 /* Sets the calling thread's error message and returns status. */

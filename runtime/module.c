@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -438,5 +439,12 @@ tile_status tile_kernel_get(tile_module *m, const char *name, tile_kernel **out)
 }
 
 const tile_kernel_info *tile_kernel_get_info(const tile_kernel *k) { return k ? k->info : NULL; }
+
+int tilert_kernel_const_int(const tile_kernel *k, const char *name) {
+  const tile_kernel_info *info = tile_kernel_get_info(k);
+  for (int i = 0; info && i < info->nconsts; i++)
+    if (!strcmp(info->consts[i].name, name)) return atoi(info->consts[i].value);
+  return 0;
+}
 
 const char *tile_kernel_name(const tile_kernel *k) { return k ? k->name : NULL; }

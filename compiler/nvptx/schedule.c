@@ -482,7 +482,8 @@ static bool drop_unused_reads(Block *b, PtrMap *uses) {
 /* ---- deferred wgmma waits ---- */
 
 /* Operands of one wgmma_wait: the accumulators of a few dots and the
- * tiles tied through it (tie_operands). */
+ * tiles tied through it (tie_operands; past this many, the rest are not
+ * tied, which only loses the ordering hint). */
 #define WAIT_TIE_MAX 16
 
 static bool op_uses(const Op *op, const Value *v) {
@@ -535,10 +536,9 @@ static Op *next_register_a(Block *b, const Op *w) {
  * the wait's results, comes after the wait in the PTX too. Returns the
  * new wait. */
 static Op *tie_operands(Sched *s, Op *w, Op *op) {
-  enum { MAX_TIED = 8 };
   Value *vals[WAIT_TIE_MAX];
   uint32_t n = w->noperands;
-  if (n > WAIT_TIE_MAX - MAX_TIED) return w;
+  if (n >= WAIT_TIE_MAX) return w;
   TType types[WAIT_TIE_MAX];
   for (uint32_t i = 0; i < n; i++) vals[i] = w->operands[i], types[i] = w->results[i].type;
   for (uint32_t i = 0; i < op->noperands && n < WAIT_TIE_MAX; i++)

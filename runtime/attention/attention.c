@@ -66,13 +66,6 @@ struct tile_attention {
   int ws_block[ATT_SPECS][ATT_WS_LAYOUTS];
 };
 
-static int const_int(const tile_kernel *k, const char *name) {
-  const tile_kernel_info *info = tile_kernel_get_info(k);
-  for (int i = 0; info && i < info->nconsts; i++)
-    if (!strcmp(info->consts[i].name, name)) return atoi(info->consts[i].value);
-  return 0;
-}
-
 tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
   if (!out) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_attention_create: out is NULL");
   *out = NULL;
@@ -84,14 +77,14 @@ tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
     st = specs[s].load(rt, &a->mod[s]);
     for (int i = 0; i < K_COUNT && st == TILE_OK; i++) {
       st = tile_kernel_get(a->mod[s], kernel_names[i], &a->k[s][i]);
-      a->block[s][i] = st == TILE_OK ? const_int(a->k[s][i], block_consts[i]) : 0;
+      a->block[s][i] = st == TILE_OK ? tilert_kernel_const_int(a->k[s][i], block_consts[i]) : 0;
       if (st == TILE_OK && a->block[s][i] <= 0)
         st = tilert_fail(TILE_ERROR_BAD_METADATA, "%s has no %s", kernel_names[i], block_consts[i]);
     }
     for (int l = 0; l < ATT_WS_LAYOUTS && st == TILE_OK; l++) {
       st = ws_loads[s][l](rt, &a->ws_mod[s][l]);
       if (st == TILE_OK) st = tile_kernel_get(a->ws_mod[s][l], "flash_attention_ws", &a->ws[s][l]);
-      a->ws_block[s][l] = st == TILE_OK ? const_int(a->ws[s][l], "BLOCK_M") : 0;
+      a->ws_block[s][l] = st == TILE_OK ? tilert_kernel_const_int(a->ws[s][l], "BLOCK_M") : 0;
       if (st == TILE_OK && a->ws_block[s][l] <= 0)
         st = tilert_fail(TILE_ERROR_BAD_METADATA, "flash_attention_ws has no BLOCK_M");
     }

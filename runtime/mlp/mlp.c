@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layer.h"
 #include "mlp_down_plain.h"
 #include "mlp_down_res.h"
 #include "mlp_up_act0.h"
@@ -14,22 +15,13 @@
 #include "mlp_up_act2.h"
 #include "tile_mlp.h"
 
-/* Activations built in (mlp_gate_up's ACT), and the two mlp_down forms. */
-#define MLP_ACTS 3
+/* The mlp_gate_up forms (one per activation) and the two mlp_down forms. */
+#define MLP_ACTS LAYER_ACTS
 #define MLP_DOWNS 2
-/* TMA descriptors need 16-byte row strides: rows of d_model and d_ff bf16
- * elements are multiples of 8; the tensors' base addresses 16-byte
- * aligned. */
-#define MLP_DIM_MULTIPLE 8
-#define MLP_PTR_ALIGN 16
-/* The element size of the bf16 tensors. */
-#define MLP_ELEM_BYTES 2
 
-typedef tile_status (*LoadFn)(tile_runtime *, tile_module **);
-
-static const LoadFn up_loads[MLP_ACTS] = {mlp_up_act0_load, mlp_up_act1_load, mlp_up_act2_load};
+static const LayerLoadFn up_loads[MLP_ACTS] = {mlp_up_act0_load, mlp_up_act1_load, mlp_up_act2_load};
 /* [0]: without the residual, [1]: with it */
-static const LoadFn down_loads[MLP_DOWNS] = {mlp_down_plain_load, mlp_down_res_load};
+static const LayerLoadFn down_loads[MLP_DOWNS] = {mlp_down_plain_load, mlp_down_res_load};
 
 struct tile_mlp {
   tile_module *up_mod[MLP_ACTS], *down_mod[MLP_DOWNS];
@@ -43,17 +35,12 @@ tile_status tile_mlp_create(tile_runtime *rt, tile_mlp **out) {
   if (!rt) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_mlp_create: rt is NULL");
   tile_mlp *m = calloc(1, sizeof *m);
   if (!m) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_mlp_create: out of memory");
-  tile_device_properties props;
-  tile_status st = tile_device_info(rt, &props);
-  m->sms = st == TILE_OK && props.sm_count > 0 ? (uint32_t)props.sm_count : 1;
-  for (int i = 0; i < MLP_ACTS && st == TILE_OK; i++) {
-    st = up_loads[i](rt, &m->up_mod[i]);
-    if (st == TILE_OK) st = tile_kernel_get(m->up_mod[i], "mlp_gate_up", &m->up[i]);
-  }
-  for (int i = 0; i < MLP_DOWNS && st == TILE_OK; i++) {
-    st = down_loads[i](rt, &m->down_mod[i]);
-    if (st == TILE_OK) st = tile_kernel_get(m->down_mod[i], "mlp_down", &m->down[i]);
-  }
+  m->sms = layer_sms(rt);
+  tile_status st = TILE_OK;
+  for (int i = 0; i < MLP_ACTS && st == TILE_OK; i++)
+    st = layer_load(rt, up_loads[i], "mlp_gate_up", &m->up_mod[i], &m->up[i]);
+  for (int i = 0; i < MLP_DOWNS && st == TILE_OK; i++)
+    st = layer_load(rt, down_loads[i], "mlp_down", &m->down_mod[i], &m->down[i]);
   if (st != TILE_OK) {
     tilert_error_prefix("tile_mlp_create");
     tile_mlp_destroy(m);
@@ -72,23 +59,12 @@ void tile_mlp_destroy(tile_mlp *m) {
 
 static tile_status check_problem(const char *fn, const tile_mlp_problem *p) {
   if (!p) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the problem is NULL", fn);
-  if (p->tokens < 1 || p->d_model < 1 || p->d_ff < 1)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: tokens (%d), d_model (%d) and d_ff (%d) must be at least 1",
-                       fn, p->tokens, p->d_model, p->d_ff);
-  if (p->d_model % MLP_DIM_MULTIPLE || p->d_ff % MLP_DIM_MULTIPLE)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
-                       "%s: d_model (%d) and d_ff (%d) must be multiples of %d (16-byte rows for the tensor copies)",
-                       fn, p->d_model, p->d_ff, MLP_DIM_MULTIPLE);
-  if ((int)p->act < 0 || (int)p->act >= MLP_ACTS)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
-                       "%s: act is %d: TILE_MLP_SWIGLU, TILE_MLP_GEGLU or TILE_MLP_GEGLU_TANH (0 to %d)", fn,
-                       (int)p->act, MLP_ACTS - 1);
-  return TILE_OK;
+  return layer_check(fn, p->tokens, p->d_model, p->d_ff, p->act);
 }
 
 size_t tile_mlp_workspace_bytes(const tile_mlp_problem *p) {
   if (check_problem("tile_mlp_workspace_bytes", p) != TILE_OK) return 0;
-  return (size_t)p->tokens * (size_t)p->d_ff * MLP_ELEM_BYTES;
+  return (size_t)p->tokens * (size_t)p->d_ff * LAYER_ELEM_BYTES;
 }
 
 /* A row-major bf16 matrix as a tensor argument. */
@@ -103,12 +79,8 @@ tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y,
   tile_status st = check_problem(fn, p);
   static const char *const names[] = {"y", "x", "w_gate", "w_up", "w_down", "workspace", "residual"};
   const uint64_t ptrs[] = {y, x, w_gate, w_up, w_down, workspace, residual};
-  for (int i = 0; i < 7 && st == TILE_OK; i++) {
-    if (!ptrs[i] && i < 6) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is 0", fn, names[i]);
-    else if (ptrs[i] % MLP_PTR_ALIGN)
-      st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s (0x%llx) is not %d-byte aligned", fn, names[i],
-                       (unsigned long long)ptrs[i], MLP_PTR_ALIGN);
-  }
+  for (int i = 0; i < 7 && st == TILE_OK; i++) /* (the residual may be 0) */
+    st = layer_check_ptr(fn, names[i], ptrs[i], LAYER_PTR_ALIGN, i == 6);
   if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_mlp is NULL", fn);
   if (st != TILE_OK) return st;
   int64_t t = p->tokens, dm = p->d_model, dff = p->d_ff;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layer.h"
 #include "moe_combine.h"
 #include "moe_count.h"
 #include "moe_down_w128.h"
@@ -36,23 +37,18 @@
 #define MOE_WIDTHS 3
 static const int widths[MOE_WIDTHS] = {8, 32, 128};
 /* Activations of the gated first GEMM. */
-#define MOE_ACTS 3
+#define MOE_ACTS LAYER_ACTS
 /* The routing kernel keeps top_k choices per token; moe.tile's loop
  * allows more, this is the range the API promises and tests. */
 #define MOE_MAX_TOP_K 8
-/* 16-byte rows for the row copies of the GEMMs, 16-byte aligned tensors;
- * workspace sections aligned more, to 256 bytes. */
-#define MOE_DIM_MULTIPLE 8
-#define MOE_PTR_ALIGN 16
+/* Workspace sections are aligned to 256 bytes (more than the tensors'
+ * 16); i32 maps and counts. */
 #define MOE_SECTION_ALIGN 256
-#define MOE_ELEM_BYTES 2
 #define MOE_I32_BYTES 4
-
-typedef tile_status (*LoadFn)(tile_runtime *, tile_module **);
 
 /* Per width: route, offsets, down (GATHER false), up per activation. */
 enum { W_ROUTE, W_OFFSETS, W_DOWN, W_UP, W_KERNELS = W_UP + MOE_ACTS };
-static const LoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
+static const LayerLoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
     {moe_route_w8_load, moe_offsets_w8_load, moe_down_w8_load, moe_up_w8_act0_load, moe_up_w8_act1_load,
      moe_up_w8_act2_load},
     {moe_route_w32_load, moe_offsets_w32_load, moe_down_w32_load, moe_up_w32_act0_load, moe_up_w32_act1_load,
@@ -62,7 +58,7 @@ static const LoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
 static const char *const width_names[W_KERNELS] = {"moe_route", "moe_offsets", "moe_gemm",
                                                    "moe_gemm",  "moe_gemm",    "moe_gemm"};
 enum { S_COUNT, S_SCATTER, S_COMBINE, S_KERNELS };
-static const LoadFn shared_loads[S_KERNELS] = {moe_count_load, moe_scatter_load, moe_combine_load};
+static const LayerLoadFn shared_loads[S_KERNELS] = {moe_count_load, moe_scatter_load, moe_combine_load};
 static const char *const shared_names[S_KERNELS] = {"moe_count", "moe_scatter", "moe_combine"};
 
 struct tile_moe {
@@ -72,38 +68,25 @@ struct tile_moe {
   uint32_t sms;
 };
 
-static int const_int(const tile_kernel *k, const char *name) {
-  const tile_kernel_info *info = tile_kernel_get_info(k);
-  for (int i = 0; info && i < info->nconsts; i++)
-    if (!strcmp(info->consts[i].name, name)) return atoi(info->consts[i].value);
-  return 0;
-}
-
-static tile_status load(tile_runtime *rt, LoadFn fn, const char *name, tile_module **mod, tile_kernel **k) {
-  tile_status st = fn(rt, mod);
-  return st == TILE_OK ? tile_kernel_get(*mod, name, k) : st;
-}
-
 tile_status tile_moe_create(tile_runtime *rt, tile_moe **out) {
   if (!out) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_moe_create: out is NULL");
   *out = NULL;
   if (!rt) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_moe_create: rt is NULL");
   tile_moe *m = calloc(1, sizeof *m);
   if (!m) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_moe_create: out of memory");
-  tile_device_properties props;
-  tile_status st = tile_device_info(rt, &props);
-  m->sms = st == TILE_OK && props.sm_count > 0 ? (uint32_t)props.sm_count : 1;
+  m->sms = layer_sms(rt);
+  tile_status st = TILE_OK;
   for (int w = 0; w < MOE_WIDTHS && st == TILE_OK; w++)
     for (int i = 0; i < W_KERNELS && st == TILE_OK; i++)
-      st = load(rt, width_loads[w][i], width_names[i], &m->wmod[w][i], &m->wk[w][i]);
+      st = layer_load(rt, width_loads[w][i], width_names[i], &m->wmod[w][i], &m->wk[w][i]);
   for (int i = 0; i < S_KERNELS && st == TILE_OK; i++)
-    st = load(rt, shared_loads[i], shared_names[i], &m->smod[i], &m->sk[i]);
+    st = layer_load(rt, shared_loads[i], shared_names[i], &m->smod[i], &m->sk[i]);
   if (st == TILE_OK) {
-    m->route_block = const_int(m->wk[0][W_ROUTE], "BLOCK_T");
-    m->pair_block = const_int(m->sk[S_COUNT], "BLOCK");
-    m->combine_rows = const_int(m->sk[S_COMBINE], "BLOCK_T");
-    m->combine_cols = const_int(m->sk[S_COMBINE], "BLOCK_N");
-    if (m->route_block <= 0 || m->pair_block <= 0 || m->pair_block != const_int(m->sk[S_SCATTER], "BLOCK") ||
+    m->route_block = tilert_kernel_const_int(m->wk[0][W_ROUTE], "BLOCK_T");
+    m->pair_block = tilert_kernel_const_int(m->sk[S_COUNT], "BLOCK");
+    m->combine_rows = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_T");
+    m->combine_cols = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_N");
+    if (m->route_block <= 0 || m->pair_block <= 0 || m->pair_block != tilert_kernel_const_int(m->sk[S_SCATTER], "BLOCK") ||
         m->combine_rows <= 0 || m->combine_cols <= 0)
       st = tilert_fail(TILE_ERROR_BAD_METADATA, "the MoE kernels' block consts are missing or disagree");
   }
@@ -126,12 +109,8 @@ void tile_moe_destroy(tile_moe *m) {
 
 static tile_status check_problem(const char *fn, const tile_moe_problem *p) {
   if (!p) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the problem is NULL", fn);
-  if (p->tokens < 1 || p->d_model < 1 || p->d_ff < 1)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: tokens (%d), d_model (%d) and d_ff (%d) must be at least 1",
-                       fn, p->tokens, p->d_model, p->d_ff);
-  if (p->d_model % MOE_DIM_MULTIPLE || p->d_ff % MOE_DIM_MULTIPLE)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: d_model (%d) and d_ff (%d) must be multiples of %d", fn,
-                       p->d_model, p->d_ff, MOE_DIM_MULTIPLE);
+  tile_status st = layer_check(fn, p->tokens, p->d_model, p->d_ff, p->act);
+  if (st != TILE_OK) return st;
   if (p->experts < 1 || p->experts > widths[MOE_WIDTHS - 1])
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: experts (%d) must be 1 to %d", fn, p->experts,
                        widths[MOE_WIDTHS - 1]);
@@ -141,10 +120,6 @@ static tile_status check_problem(const char *fn, const tile_moe_problem *p) {
   if ((int64_t)p->tokens * p->top_k > INT32_MAX)
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: tokens * top_k (%lld) must fit in 32 bits", fn,
                        (long long)p->tokens * p->top_k);
-  if ((int)p->act < 0 || (int)p->act >= MOE_ACTS)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
-                       "%s: act is %d: TILE_MLP_SWIGLU, TILE_MLP_GEGLU or TILE_MLP_GEGLU_TANH (0 to %d)", fn,
-                       (int)p->act, MOE_ACTS - 1);
   return TILE_OK;
 }
 
@@ -158,8 +133,8 @@ static void sections(const tile_moe_problem *p, size_t at[WS_COUNT + 1]) {
   size_t pairs = (size_t)p->tokens * (size_t)p->top_k, e = (size_t)p->experts;
   const size_t bytes[WS_COUNT] = {pairs * MOE_I32_BYTES, pairs * sizeof(float), e * MOE_I32_BYTES,
                                   (e + 1) * MOE_I32_BYTES, e * MOE_I32_BYTES, pairs * MOE_I32_BYTES,
-                                  pairs * MOE_I32_BYTES, pairs * (size_t)p->d_ff * MOE_ELEM_BYTES,
-                                  pairs * (size_t)p->d_model * MOE_ELEM_BYTES};
+                                  pairs * MOE_I32_BYTES, pairs * (size_t)p->d_ff * LAYER_ELEM_BYTES,
+                                  pairs * (size_t)p->d_model * LAYER_ELEM_BYTES};
   at[0] = 0;
   for (int i = 0; i < WS_COUNT; i++) at[i + 1] = at[i] + round_up(bytes[i]);
 }
@@ -180,14 +155,8 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
   tile_status st = check_problem(fn, p);
   static const char *const names[] = {"y", "x", "router_logits", "w_gate", "w_up", "w_down", "workspace"};
   const uint64_t ptrs[] = {y, x, router_logits, w_gate, w_up, w_down, workspace};
-  for (int i = 0; i < 7 && st == TILE_OK; i++) {
-    /* the logits are f32 read element by element: 4-byte alignment */
-    uint64_t align = i == 2 ? sizeof(float) : MOE_PTR_ALIGN;
-    if (!ptrs[i]) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is 0", fn, names[i]);
-    else if (ptrs[i] % align)
-      st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s (0x%llx) is not %d-byte aligned", fn, names[i],
-                       (unsigned long long)ptrs[i], (int)align);
-  }
+  for (int i = 0; i < 7 && st == TILE_OK; i++) /* the f32 logits are read element by element */
+    st = layer_check_ptr(fn, names[i], ptrs[i], i == 2 ? sizeof(float) : LAYER_PTR_ALIGN, false);
   if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_moe is NULL", fn);
   if (st != TILE_OK) return st;
   int w = 0;

@@ -1,0 +1,37 @@
+/* layer.h - what the MLP and MoE layers of libtile_mlp share (layer.c):
+ * loading an embedded kernel, the persistent grid, and the checks of the
+ * sizes, the activation and the pointers every layer call makes. */
+#ifndef TILE_MLP_LAYER_H
+#define TILE_MLP_LAYER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tile_mlp.h"
+
+/* A header's module loader (tilec --emit=header --embed). */
+typedef tile_status (*LayerLoadFn)(tile_runtime *, tile_module **);
+
+/* TMA descriptors need 16-byte rows: d_model and d_ff bf16 elements are
+ * multiples of 8; tensors 16-byte aligned. */
+#define LAYER_DIM_MULTIPLE 8
+#define LAYER_PTR_ALIGN 16
+/* Activations built in (mlp.tile's and moe.tile's ACT). */
+#define LAYER_ACTS 3
+/* The element size of the bf16 tensors. */
+#define LAYER_ELEM_BYTES 2
+
+/* Loads the module and gets its kernel `name`. */
+tile_status layer_load(tile_runtime *rt, LayerLoadFn fn, const char *name, tile_module **mod, tile_kernel **k);
+
+/* The persistent kernels' grid: one program per SM (1 if unknown). */
+uint32_t layer_sms(tile_runtime *rt);
+
+/* tokens, d_model, d_ff at least 1, the two dims multiples of 8, act one
+ * of the activations; the message names the function `fn`. */
+tile_status layer_check(const char *fn, int tokens, int d_model, int d_ff, tile_mlp_activation act);
+
+/* A pointer: not 0 (unless may_be_zero) and aligned to `align` bytes. */
+tile_status layer_check_ptr(const char *fn, const char *name, uint64_t ptr, uint64_t align, bool may_be_zero);
+
+#endif
