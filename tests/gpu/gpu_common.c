@@ -213,6 +213,13 @@ double dbuf_get(const DBuf *b, size_t i) {
   return scalar_is_signed(b->kind) ? (double)s.i : (double)s.u;
 }
 
+double *dbuf_doubles(const DBuf *b) {
+  double *d = malloc(sizeof(double) * (b->n ? b->n : 1));
+  if (!d) return NULL;
+  for (size_t i = 0; i < b->n; i++) d[i] = dbuf_get(b, i);
+  return d;
+}
+
 void dbuf_set(DBuf *b, size_t i, double v) {
   Slot s;
   if (scalar_is_float(b->kind)) s.f = num_round_float(v, b->kind);

@@ -85,6 +85,10 @@ void dbuf_fill(DBuf *b, Rng *r, double lo, double hi);
 /* NaN for floats, 0x5A bytes for integers, on the host copy. */
 void dbuf_poison(DBuf *b);
 double dbuf_get(const DBuf *b, size_t i);
+/* Every element of b's host copy as a double (malloc'd; NULL when out of
+ * memory): references over large buffers read these instead of calling
+ * dbuf_get in their inner loops. */
+double *dbuf_doubles(const DBuf *b);
 void dbuf_set(DBuf *b, size_t i, double v);
 bool dbuf_upload(Gpu *g, DBuf *b);
 bool dbuf_download(Gpu *g, DBuf *b);
