@@ -94,12 +94,30 @@ static LLVMValueRef int_to_float(Lower *L, LLVMValueRef v, ScalarKind from, Scal
   return mid == to ? r : float_to_float(L, r, mid, to);
 }
 
+/* Narrow floats compute in f32 and round once. */
+static bool narrow_float(ScalarKind k) { return k == SK_F16 || k == SK_BF16 || is_fp8(k); }
+
+/* f32/f64 to f16/bf16 for the language's casts, in inline PTX. LLVM 19
+ * narrows fptrunc(op(fpext a, fpext b)) to an op in the destination type
+ * whenever the sources are no wider than it, comparing widths only: a
+ * bf16 operand of a product cast to f16 was rounded to f16 first (f16 *
+ * bf16 as f16 overflowed to inf; tile-gpu diff seed 3008). A cast LLVM
+ * cannot see into keeps the f32 arithmetic; same-kind f16/bf16
+ * arithmetic keeps its plain conversions, which LLVM narrows correctly. */
+static LLVMValueRef narrow_opaque(Lower *L, LLVMValueRef v, ScalarKind from, ScalarKind to) {
+  char text[64];
+  snprintf(text, sizeof text, "cvt.rn.%s.%s $0, $1;", to == SK_BF16 ? "bf16" : "f16", from == SK_F64 ? "f64" : "f32");
+  LLVMValueRef bits = inline_asm(L, text, from == SK_F64 ? "=h,d" : "=h,f", L->t_i16, &v, 1);
+  return LLVMBuildBitCast(L->b, bits, llvm_elem_type(L, to), "");
+}
+
 LLVMValueRef cast_scalar(Lower *L, LLVMValueRef v, ScalarKind from, ScalarKind to) {
   if (from == to) return v;
   if (from == SK_PTR && to == SK_PTR) return v;
   if (from == SK_PTR) return LLVMBuildPtrToInt(L->b, v, llvm_elem_type(L, to), "");
   if (to == SK_PTR) return LLVMBuildIntToPtr(L->b, v, L->t_ptr, "");
   bool ff = scalar_is_float(from), tf = scalar_is_float(to);
+  if (ff && tf && !narrow_float(from) && (to == SK_F16 || to == SK_BF16)) return narrow_opaque(L, v, from, to);
   if (ff && tf) return float_to_float(L, v, from, to);
   if (ff) return float_to_int(L, v, from, to);
   if (tf) return int_to_float(L, v, from, to);
@@ -145,8 +163,6 @@ static LLVMValueRef int_shift(Lower *L, LLVMValueRef a, LLVMValueRef amt, bool l
   return LLVMBuildSelect(L->b, big, const_int(L, t, 0), r, "");
 }
 
-/* Narrow floats compute in f32 and round once. */
-static bool narrow_float(ScalarKind k) { return k == SK_F16 || k == SK_BF16 || is_fp8(k); }
 
 static LLVMValueRef float_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, ScalarKind k, bool is_max) {
   ScalarKind ck = narrow_float(k) ? SK_F32 : k;
@@ -178,10 +194,28 @@ static LLVMValueRef float_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, Scala
   return LLVMBuildSelect(L->b, is_x, a, b, "");
 }
 
+/* Integer maximum/minimum as a compare and a select in inline PTX, which
+ * LLVM cannot turn back into max/min: ptxas (CUDA 13.0) merges chains of
+ * min.s32/max.s32 into three-input VIMNMX3 and drops the negation of an
+ * operand made by neg.s32 (or by a multiply by a negative power of two)
+ * on the way, so min(-64 x, ...) came out as min(64 x, ...) (tile-gpu diff
+ * seed 426; test_codegen checks the PTX). i8 goes through 16 bits. */
 static LLVMValueRef int_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, ScalarKind k, bool is_max) {
   bool u = is_unsigned_kind(k);
-  LLVMIntPredicate p = is_max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT);
-  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, p, a, b, ""), a, b, "");
+  int bits = scalar_bits(k);
+  LLVMTypeRef t = LLVMTypeOf(a);
+  if (bits < 16) {
+    a = u ? LLVMBuildZExt(L->b, a, L->t_i16, "") : LLVMBuildSExt(L->b, a, L->t_i16, "");
+    b = u ? LLVMBuildZExt(L->b, b, L->t_i16, "") : LLVMBuildSExt(L->b, b, L->t_i16, "");
+    bits = 16;
+  }
+  char text[160];
+  snprintf(text, sizeof text, "{\n.reg .pred p;\nsetp.%s.%c%d p, $1, $2;\nselp.b%d $0, $1, $2, p;\n}",
+           is_max ? "gt" : "lt", u ? 'u' : 's', bits, bits);
+  const char *cons = bits == 16 ? "=h,h,h" : bits == 32 ? "=r,r,r" : "=l,l,l";
+  LLVMValueRef args[2] = {a, b};
+  LLVMValueRef r = inline_asm(L, text, cons, LLVMTypeOf(a), args, 2);
+  return LLVMTypeOf(r) == t ? r : LLVMBuildTrunc(L->b, r, t, "");
 }
 
 LLVMValueRef lower_widen_float(Lower *L, LLVMValueRef v, ScalarKind k) {

@@ -110,6 +110,33 @@ static bool link_libdevice(const Target *t, LLVMModuleRef m, char **error) {
   return true;
 }
 
+/* sitofp of an i1 (true is -1) becomes a select of -1.0 and 0.0. The
+ * optimizer narrows conversions of values known to be 0 or -1 to i1
+ * (sitofp (ashr x, 31) and the like), and LLVM 19's NVPTX back end
+ * selects sitofp i1 as selp 1, 0 and a signed conversion: +1.0 for true
+ * (tile-gpu diff seed 20201; test_codegen checks the PTX). */
+static void replace_bool_to_signed_float(LLVMModuleRef m) {
+  LLVMContextRef ctx = LLVMGetModuleContext(m);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx);
+  for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef next;
+      for (LLVMValueRef ins = LLVMGetFirstInstruction(bb); ins; ins = next) {
+        next = LLVMGetNextInstruction(ins);
+        if (LLVMGetInstructionOpcode(ins) != LLVMSIToFP) continue;
+        LLVMValueRef x = LLVMGetOperand(ins, 0);
+        if (LLVMTypeOf(x) != i1) continue;
+        LLVMTypeRef ft = LLVMTypeOf(ins);
+        LLVMPositionBuilderBefore(b, ins);
+        LLVMValueRef r = LLVMBuildSelect(b, x, LLVMConstReal(ft, -1.0), LLVMConstReal(ft, 0.0), "");
+        LLVMReplaceAllUsesWith(ins, r);
+        LLVMInstructionEraseFromParent(ins);
+      }
+    }
+  LLVMDisposeBuilder(b);
+}
+
 bool target_optimize(const Target *t, LLVMModuleRef m, char **error) {
   LLVMSetTarget(m, t->triple);
   LLVMSetDataLayout(m, t->datalayout);
@@ -133,6 +160,7 @@ bool target_optimize(const Target *t, LLVMModuleRef m, char **error) {
   LLVMDisposePassBuilderOptions(opts);
   for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn))
     LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, nif);
+  if (!err) replace_bool_to_signed_float(m);
   if (err) {
     char *msg = LLVMGetErrorMessage(err);
     *error = dup_message("LLVM optimization failed: ", msg);

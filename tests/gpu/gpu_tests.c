@@ -21,7 +21,8 @@
 #include "gpu_common.h"
 #include "numeric/numeric.h"
 
-#define MAX_ARGS 16
+/* Arguments of a case's kernel (gpu_regressions has 18). */
+#define MAX_ARGS 20
 #define F32_TOL 1e-5
 #define BF16_TOL 1e-2
 /* fp8 attention, GPU against the interpreter: P rounded to e4m3 on both,
@@ -357,8 +358,12 @@ static const Case cases[] = {
      {INB("h", 64, -32768, 32767), INB("w", 65, -1000, 1000), INB("b", 33, -128, 127), INB("x16", 512, -2, 2),
       INB("y16", 256, -2, 2), OUTB("tmp", 512, 0), OUTB("t_out", 512, 0), OUTB("neg_out", 32, 0),
       OUTB("abs_out", 32, 0), OUTB("absw_out", 32, 0), OUTB("f16_out", 32, 0), OUTB("bf_out", 32, 0),
-      OUTB("mma_out", 512, F32_TOL), OUTB("loop_out", 1, 0)},
+      OUTB("mma_out", 512, F32_TOL), OUTB("loop_out", 1, 0), INB("f", 32, 0, 20), INB("bf", 32, 65536, 80000),
+      OUTB("shr_out", 32, 0), OUTB("mix_out", 32, 0)},
      prepare_gpu_regressions, NULL, 0, false},
+    {"gpu_regressions_minmax: min/max of negated integers", "tests/kernels/gpu_regressions_minmax.tile", {NULL}, 1,
+     NULL, 0, {INB("m", 512, -300, 300), SC("s", 7), OUTB("wide", 256, 0), OUTB("min_out", 32, 0), OUTB("max_out", 32, 0)},
+     NULL, NULL, 0, false},
     {"flash_attention_fp8 d64 n300 h2 (vs the interpreter)", "lang/std/flash_attention_fp8.tile", {NULL}, 300,
      "BLOCK_M", 2,
      {OUTB("out", 2 * 300 * 64, FP8_ATTN_TOL), INB("q", 2 * 300 * 64, -200, 200), INB("k", 2 * 300 * 64, -200, 200),

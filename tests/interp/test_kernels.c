@@ -330,6 +330,10 @@ Test(kernels, gpu_regressions_values) {
   HBuf t_out = hbuf_new("f32", 512, "t_out"), neg = hbuf_new("i32", 32, "neg_out"), abs_ = hbuf_new("i32", 32, "abs_out");
   HBuf absw = hbuf_new("i32", 32, "absw_out"), f16o = hbuf_new("f16", 32, "f16_out"), bfo = hbuf_new("bf16", 32, "bf_out");
   HBuf mma = hbuf_new("f32", 512, "mma_out"), loop = hbuf_new("i8", 1, "loop_out");
+  HBuf f = hbuf_new("f32", 32, "f"), bf = hbuf_new("bf16", 32, "bf"), shr = hbuf_new("f32", 32, "shr_out");
+  HBuf mix = hbuf_new("f16", 32, "mix_out");
+  hbuf_fill_uniform(&f, &rng, 0, 20);
+  hbuf_fill_uniform(&bf, &rng, 65536, 80000);
   hbuf_fill_uniform(&h, &rng, -1000, 1000);
   hbuf_fill_uniform(&w, &rng, -1000, 1000);
   hbuf_fill_uniform(&b, &rng, -100, 100);
@@ -339,13 +343,15 @@ Test(kernels, gpu_regressions_values) {
   hbuf_set(&w, 4, -2147483648.0), hbuf_set(&w, 32, 100000), hbuf_set(&w, 33, -70000), hbuf_set(&w, 34, 65520), hbuf_set(&w, 35, 65519);
   hbuf_set(&w, 64, 300);
   hbuf_set(&b, 2, -3), hbuf_set(&b, 32, 1);
-  HBuf *all[] = {&h, &w, &b, &x16, &y16, &tmp, &t_out, &neg, &abs_, &absw, &f16o, &bfo, &mma, &loop};
-  tc_arg args[14];
-  for (int i = 0; i < 14; i++) {
-    if (i >= 5) hbuf_poison(all[i]);
+  HBuf *all[] = {&h,    &w,   &b,    &x16, &y16, &tmp, &t_out, &neg, &abs_,
+                 &absw, &f16o, &bfo, &mma, &loop, &f,   &bf,    &shr, &mix};
+  enum { NARGS = sizeof all / sizeof all[0] };
+  tc_arg args[NARGS];
+  for (int i = 0; i < NARGS; i++) {
+    if ((i >= 5 && i < 14) || i >= 16) hbuf_poison(all[i]);
     args[i] = (tc_arg){.p = all[i]->data};
   }
-  harness_run(c, (int64_t[3]){1, 1, 1}, args, 14, (const HBuf *const *)all, 14);
+  harness_run(c, (int64_t[3]){1, 1, 1}, args, NARGS, (const HBuf *const *)all, NARGS);
   for (int i = 0; i < 512; i++)
     cr_expect_eq(hbuf_get(&t_out, i), ((i % 32) * 16 + i / 32) * 0.5, "t_out[%d]", i);
   cr_expect_eq(hbuf_get(&neg, 3), -32768, "-(-32768) wraps in i16");
@@ -367,7 +373,44 @@ Test(kernels, gpu_regressions_values) {
   cr_expect_lt(rel_error(&mma, want, 60), 1e-5, "the product's stored elements");
   cr_expect(isnan(hbuf_get(&mma, 60)) && isnan(hbuf_get(&mma, 511)), "masked-off elements keep the poison (NaN)");
   cr_expect_eq(hbuf_get(&loop, 0), 7, "1 + 1 + 2 + 3");
-  for (int i = 0; i < 14; i++) hbuf_free(all[i]);
+  int finite_mix = 0;
+  for (int j = 0; j < 32; j++) {
+    double fv = hbuf_get(&f, j);
+    cr_expect_eq(hbuf_get(&shr, j), fv > 10 ? 0.0 : -1.0, "shr_out[%d]", j);
+    double p = hbuf_get(&x16, j) * hbuf_get(&bf, j); /* exact in double; f32 rounding then f16 rounding */
+    double want_mix = fabs((double)(float)p) >= 65520 ? copysign(INFINITY, p) : p;
+    if (isfinite(want_mix)) {
+      finite_mix++;
+      cr_expect_leq(fabs(hbuf_get(&mix, j) - p), fabs(p) * 0x1p-11, "mix_out[%d]: %g * %g", j, hbuf_get(&x16, j),
+                    hbuf_get(&bf, j));
+    } else {
+      cr_expect_eq(hbuf_get(&mix, j), want_mix, "mix_out[%d]", j);
+    }
+  }
+  cr_expect_gt(finite_mix, 8, "products below the f16 range from bf16 operands above it");
+  for (int i = 0; i < NARGS; i++) hbuf_free(all[i]);
+  tc_free(c);
+}
+
+Test(kernels, gpu_regressions_minmax_values) {
+  tc_compilation *c = harness_compile("tests/kernels/gpu_regressions_minmax.tile", NULL, NULL);
+  Rng rng = {78};
+  HBuf m = hbuf_new("i32", 512, "m"), wide = hbuf_new("f64", 256, "wide");
+  HBuf mino = hbuf_new("f32", 32, "min_out"), maxo = hbuf_new("i32", 32, "max_out");
+  hbuf_fill_uniform(&m, &rng, -300, 300);
+  hbuf_poison(&wide), hbuf_poison(&mino), hbuf_poison(&maxo);
+  const HBuf *all[] = {&m, &wide, &mino, &maxo};
+  tc_arg args[5] = {{.p = m.data}, {.i = 7}, {.p = wide.data}, {.p = mino.data}, {.p = maxo.data}};
+  harness_run(c, (int64_t[3]){1, 1, 1}, args, 5, all, 4);
+  for (int j = 0; j < 32; j++) {
+    double lo = 1e300, hi = -1e300;
+    for (int i = 0; i < 8; i++)
+      lo = fmin(lo, -64 * hbuf_get(&m, (size_t)i * 32 + j)), hi = fmax(hi, -hbuf_get(&m, 256 + (size_t)i * 32 + j));
+    cr_expect_eq(hbuf_get(&mino, j), lo, "min_out[%d]", j);
+    cr_expect_eq(hbuf_get(&maxo, j), hi, "max_out[%d]", j);
+  }
+  for (int i = 0; i < 256; i++) cr_expect_eq(hbuf_get(&wide, i), 7, "wide[%d]", i);
+  hbuf_free(&m), hbuf_free(&wide), hbuf_free(&mino), hbuf_free(&maxo);
   tc_free(c);
 }
 

@@ -674,6 +674,66 @@ Test(codegen, integer_extremes_work_around_ptxas) {
   free(ptx);
 }
 
+/* ptxas merges chains of integer min/max into three-input VIMNMX3 and
+ * drops the negation of an operand made by neg or a multiply by -64
+ * (tile-gpu diff seed 426): integer minimum/maximum and min/max
+ * reductions are compares and selects, with no min/max instruction left
+ * for ptxas to merge. */
+Test(codegen, integer_min_max_are_selects_not_min_instructions) {
+  const char *src = "kernel k(x: *i32, u: *u64, s: *i8, o: *i32, ou: *u64, os: *i8) {\n"
+                    "  let r = arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :];\n"
+                    "  store(o + arange(0, 32), min((-64) * load(x + r), 0));\n"
+                    "  store(o + 32 + arange(0, 32), max(-load(x + 256 + r), 0));\n"
+                    "  let c = arange(0, 32);\n"
+                    "  store(ou + c, minimum(load(u + c), load(u + 32 + c)));\n"
+                    "  store(os + c, maximum(load(s + c), load(s + 32 + c)));\n"
+                    "}\n";
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
+  cr_expect(!strstr(ptx, "min.s32") && !strstr(ptx, "max.s32") && !strstr(ptx, "min.u64") && !strstr(ptx, "max.s16"),
+            "no integer min/max instructions:\n%s", ptx);
+  cr_expect(strstr(ptx, "setp.lt.s32") && strstr(ptx, "setp.gt.s32") && strstr(ptx, "setp.lt.u64") &&
+                strstr(ptx, "setp.gt.s16") && strstr(ptx, "selp.b32"),
+            "compares and selects of each width:\n%s", ptx);
+  free(ptx);
+}
+
+/* The optimizer narrows the conversion of a value that is 0 or -1 (here
+ * an arithmetic shift of a select by at least the width) to sitofp of an
+ * i1, which LLVM 19's NVPTX back end emits as selp 1, 0 and a signed
+ * conversion: +1.0 for -1 (tile-gpu diff seed 20201). The PTX selects
+ * -1.0 itself. */
+Test(codegen, signed_bool_to_float_is_minus_one) {
+  const char *src = "kernel k(f: *f32, o: *f32) {\n"
+                    "  let r = arange(0, 32);\n"
+                    "  let v = load(f + r);\n"
+                    "  store(o + r, (where(v > 10.0, bitcast(v, i32) / 65535, -2147483648) >> 35) as f32);\n"
+                    "}\n";
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
+  cr_expect(strstr(ptx, "0fBF800000") && !strstr(ptx, "cvt.rn.f32.s32"), "-1.0 selected, no conversion of selp 1, 0:\n%s", ptx);
+  free(ptx);
+}
+
+/* f16 * bf16 promotes to f32; stored as f16 it is rounded once. LLVM
+ * narrowed the product to an f16 multiply of the bf16 operand rounded to
+ * f16 (overflowing to inf; tile-gpu diff seed 3008), and the mirror image
+ * to bf16. An explicit cast's f32 is opaque, so the product stays f32;
+ * f16 * f16 is still one f16 multiply. */
+Test(codegen, mixed_half_kinds_multiply_in_f32) {
+  const char *src = "kernel k(a: *f16, b: *bf16, o: *f16, p: *bf16, q: *f16) {\n"
+                    "  let r = arange(0, 64);\n"
+                    "  store(o + r, (load(a + r) * load(b + r)) as f16);\n"
+                    "  store(p + r, (load(a + 64 + r) * load(b + 64 + r)) as bf16);\n"
+                    "  store(q + r, load(a + 128 + r) * load(a + 192 + r));\n"
+                    "}\n";
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
+  int f32_muls = 0, f16_muls = 0;
+  for (const char *p = ptx; (p = strstr(p, "mul.rn.f32")); p++) f32_muls++;
+  for (const char *p = ptx; (p = strstr(p, "mul.rn.f16")); p++) f16_muls++;
+  cr_expect(!strstr(ptx, "mul.rn.bf16") && f32_muls > 0 && f16_muls > 0 && f16_muls * 2 <= f32_muls,
+            "mixed products in f32 (%d), f16 * f16 in f16 (%d):\n%s", f32_muls, f16_muls, ptx);
+  free(ptx);
+}
+
 /* A store_block, then a load_block of the same bytes: the TMA store
  * completes (global writes included: wait_group, not wait_group.read)
  * before the load is issued (semantics.md, Memory: program order). */
