@@ -30,6 +30,7 @@ static const char *const status_names[] = {
     [TILE_ERROR_IO] = "TILE_ERROR_IO",
     [TILE_ERROR_BAD_METADATA] = "TILE_ERROR_BAD_METADATA",
     [TILE_ERROR_UNSUPPORTED] = "TILE_ERROR_UNSUPPORTED",
+    [TILE_ERROR_COMPILE] = "TILE_ERROR_COMPILE",
 };
 
 const char *tile_status_name(tile_status status) {

@@ -69,6 +69,7 @@ typedef enum tile_status {
   TILE_ERROR_IO,               /* a file could not be read */
   TILE_ERROR_BAD_METADATA,     /* kernel metadata malformed or inconsistent */
   TILE_ERROR_UNSUPPORTED,      /* the device cannot run the kernel as built */
+  TILE_ERROR_COMPILE,          /* run-time compilation failed (tile_jit.h): the diagnostics are the message */
 } tile_status;
 
 /* "TILE_OK", "TILE_ERROR_NO_DRIVER", ...; never NULL. */

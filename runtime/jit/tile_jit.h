@@ -1,0 +1,120 @@
+/* tile_jit.h - compile .tile source inside a C program, with caches.
+ *
+ * libtile_jit links the compiler library (libtilec, and so LLVM) into a
+ * program that uses libtile: it turns source text, a kernel name and
+ * const values into a cubin, keeps every cubin it made or read in memory,
+ * and keeps them across processes in an on-disk cache.
+ *
+ *   tile_jit *jit;
+ *   tile_jit_create(NULL, &jit);               // default options
+ *   tile_jit_source src = {.filename = "softmax.tile", .kernel = "softmax",
+ *                          .defines = (tc_define[]){{"BLOCK", "1024"}}, .ndefines = 1};
+ *   tile_module *mod;
+ *   tile_kernel *k;
+ *   if (tile_jit_load(jit, rt, &src, &mod, &k) != TILE_OK) puts(tile_last_error());
+ *   ... tile_launch(k, ...) ...
+ *   tile_module_unload(mod);
+ *   tile_jit_destroy(jit);
+ *
+ * The cache key is a SHA-256 over everything that changes the cubin: the
+ * compiler's build (a hash of its sources, made when libtilec is built),
+ * the tilec and LLVM versions, the CUDA version libtile_jit was built
+ * against, the target, the linker and debug options, the file name, the
+ * kernel, the const values (sorted by name) and the source text.
+ *
+ * On disk an entry is one file, <key in hex>.cubin, holding a header (a
+ * magic, the key, the size and a checksum of the cubin) and the cubin. It
+ * is written under a temporary name and renamed, so that processes sharing
+ * a cache never read a partial entry; an entry whose header, size or
+ * checksum is wrong is deleted and rebuilt. After each store the cache is
+ * trimmed to its size limit, least recently used entries first (a hit
+ * refreshes the entry's modification time).
+ *
+ * A tile_jit may be used by several threads at once.
+ */
+#ifndef TILE_JIT_H
+#define TILE_JIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tile.h"
+#include "tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The on-disk cache's size limit when the options give none (1 GiB: a
+ * few thousand kernels). */
+#define TILE_JIT_DEFAULT_DISK_BYTES ((uint64_t)1 << 30)
+
+typedef struct tile_jit tile_jit;
+
+typedef struct tile_jit_options {
+  /* The cache directory (created if missing). NULL: $TILE_CACHE_DIR, else
+   * $XDG_CACHE_HOME/tile, else $HOME/.cache/tile. */
+  const char *cache_dir;
+  /* Memory cache only. Setting TILE_CACHE_DISABLE=1 in the environment
+   * does the same. */
+  bool no_disk_cache;
+  /* 0: TILE_JIT_DEFAULT_DISK_BYTES. */
+  uint64_t max_disk_bytes;
+  /* Code generation, as tc_codegen_options (arch NULL: sm_90a). */
+  const char *arch;
+  tc_linker linker;
+  bool debug_barriers;
+  bool no_opt; /* skip the IR optimization passes (tilec -O0) */
+} tile_jit_options;
+
+/* What to compile. With source NULL, filename is read (at most
+ * TC_MAX_SOURCE_BYTES); otherwise filename only names the text in
+ * diagnostics. kernel NULL: every kernel of the file. */
+typedef struct tile_jit_source {
+  const char *filename;
+  const char *source;
+  size_t len;
+  const char *kernel;
+  const tc_define *defines;
+  int ndefines;
+} tile_jit_source;
+
+/* Where a cubin came from. */
+typedef enum tile_jit_origin {
+  TILE_JIT_COMPILED, /* compiled now (and stored in both caches) */
+  TILE_JIT_MEMORY,   /* this tile_jit made or read it before */
+  TILE_JIT_DISK,     /* read from the on-disk cache */
+} tile_jit_origin;
+
+/* options NULL: every default. Fails with TILE_ERROR_IO when the cache
+ * directory cannot be created (the message names it). */
+tile_status tile_jit_create(const tile_jit_options *options, tile_jit **out);
+/* Frees the jit and every cubin it handed out. NULL is allowed. */
+void tile_jit_destroy(tile_jit *jit);
+
+/* The cubin for src: from memory, from disk, or compiled. *cubin belongs
+ * to the jit and stays valid until tile_jit_destroy; origin may be NULL.
+ * Source errors give TILE_ERROR_COMPILE with tilec's diagnostics as the
+ * message; an unreadable file TILE_ERROR_IO. A cache that cannot be
+ * written is not an error (the cubin is returned; the failure is in the
+ * message of tile_jit_last_store_error). */
+tile_status tile_jit_cubin(tile_jit *jit, const tile_jit_source *src, const void **cubin, size_t *size,
+                           tile_jit_origin *origin);
+
+/* tile_jit_cubin, then tile_module_load and tile_kernel_get for
+ * src->kernel (required here). The module is the caller's to unload. */
+tile_status tile_jit_load(tile_jit *jit, tile_runtime *rt, const tile_jit_source *src, tile_module **module,
+                          tile_kernel **kernel);
+
+/* The cache directory in use, or NULL when there is no disk cache. */
+const char *tile_jit_cache_dir(const tile_jit *jit);
+/* Copies into buf the reason the last store to the disk cache failed
+ * ("" when none has); returns buf. */
+const char *tile_jit_last_store_error(tile_jit *jit, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
