@@ -20,7 +20,7 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -k, --kernel NAME      only this kernel (default: every kernel in the file)\n"
-    "  -D NAME=VALUE          value of a const parameter (repeatable; also -DNAME=VALUE)\n"
+    "  -D NAME=VALUE          value of a const parameter (repeatable; also -DNAME=VALUE; -DNAME is NAME=true)\n"
     "  --emit=STAGE           output the program after a stage: tokens, ast, ir (tile IR),\n"
     "                         lowered (tile IR with GPU layouts), llvm, ptx, cubin, header\n"
     "  -o FILE                write the --emit output to FILE instead of stdout (also -oFILE;\n"
@@ -111,7 +111,9 @@ char *cli_read_file(const char *path, size_t *len) {
 
 bool cli_parse_define(const char *text, tc_define *d) {
   const char *eq = strchr(text, '=');
-  if (!eq || eq == text || !eq[1]) return false;
+  bool bare = !eq; /* -DNAME: NAME=true, as a C compiler's -DNAME is 1 */
+  if (bare) eq = text + strlen(text);
+  if (eq == text || (!bare && !eq[1])) return false;
   for (const char *p = text; p < eq; p++)
     if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (p > text && *p >= '0' && *p <= '9')))
       return false;
@@ -120,7 +122,7 @@ bool cli_parse_define(const char *text, tc_define *d) {
   memcpy(name, text, (size_t)(eq - text));
   name[eq - text] = 0;
   d->name = name;
-  d->value = eq + 1;
+  d->value = bare ? "true" : eq + 1;
   return true;
 }
 

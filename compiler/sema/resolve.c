@@ -108,6 +108,70 @@ static Symbol *lookup(Resolver *r, const char *name) {
   return e ? e->sym : strmap_get(&r->globals, name);
 }
 
+/* ---- "did you mean" ---- */
+
+/* Names longer than this are not compared (the distance table is on the
+ * stack). */
+#define SUGGEST_MAX_LEN 64
+
+/* Edits (insert, delete, replace, swap of neighbours) from a to b. */
+static int edit_distance(const char *a, const char *b) {
+  int n = (int)strlen(a), m = (int)strlen(b);
+  if (n > SUGGEST_MAX_LEN || m > SUGGEST_MAX_LEN) return SUGGEST_MAX_LEN + 1;
+  int d[SUGGEST_MAX_LEN + 1][SUGGEST_MAX_LEN + 1];
+  for (int i = 0; i <= n; i++) d[i][0] = i;
+  for (int j = 0; j <= m; j++) d[0][j] = j;
+  for (int i = 1; i <= n; i++)
+    for (int j = 1; j <= m; j++) {
+      int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[n][m];
+}
+
+/* What an unknown name may have meant. */
+typedef enum SuggestWhat { SUGGEST_VALUE, SUGGEST_FUNCTION, SUGGEST_TYPE } SuggestWhat;
+
+static bool suggestible(const Symbol *s, SuggestWhat what) {
+  switch (what) {
+  case SUGGEST_VALUE: return s->kind == SYM_LOCAL || s->kind == SYM_GLOBAL_CONST || s->kind == SYM_BUILTIN_CONST;
+  case SUGGEST_FUNCTION: return s->kind == SYM_FN || s->kind == SYM_BUILTIN;
+  case SUGGEST_TYPE: return s->kind == SYM_TYPE || (s->kind == SYM_LOCAL && s->is_const_param);
+  }
+  return false;
+}
+
+static void consider(const char *name, Symbol *s, SuggestWhat what, Symbol **best, int *best_d) {
+  if (!s || !suggestible(s, what) || !strcmp(s->name, name)) return;
+  int d = edit_distance(name, s->name);
+  if (d < *best_d || (d == *best_d && *best && strcmp(s->name, (*best)->name) < 0)) *best = s, *best_d = d;
+}
+
+/* After an "unknown ..." error: a note naming the closest visible name of
+ * the right kind, when one is close (at most a third of the name's
+ * letters differ, and not all of them). */
+static void suggest(Resolver *r, const char *name, SuggestWhat what, SrcLoc at) {
+  int len = (int)strlen(name);
+  int limit = (len + 2) / 3;
+  if (limit >= len) limit = len - 1;
+  if (limit < 1) return;
+  Symbol *best = NULL;
+  int best_d = limit + 1;
+  for (int i = r->nstack - 1; i >= 0; i--)
+    if (strmap_get(&r->locals, r->stack[i]->name) == r->stack[i]) /* not shadowed */
+      consider(name, r->stack[i]->sym, what, &best, &best_d);
+  for (size_t i = 0; i < r->globals.cap; i++)
+    if (r->globals.slots[i].key) consider(name, r->globals.slots[i].value, what, &best, &best_d);
+  if (!best) return;
+  bool located = best->loc.line > 0;
+  if (located) diag_note(r->diags, best->loc, "did you mean '%s'?", best->name);
+  else diag_note(r->diags, at, "did you mean '%s'?", best->name);
+}
+
 /* ---- arguments ---- */
 
 /* Most parameters of a function that can be called with named arguments
@@ -192,6 +256,7 @@ static void resolve_type(Resolver *r, TypeExpr *t) {
     return;
   }
   diag_error(r->diags, t->name_loc, "unknown type '%s'", t->name);
+  suggest(r, t->name, SUGGEST_TYPE, t->name_loc);
 }
 
 static void add_call_edge(Resolver *r, Item *callee, SrcLoc loc) {
@@ -223,6 +288,7 @@ static void resolve_call(Resolver *r, Expr *e) {
   SrcLoc loc = e->call.callee_loc;
   if (!s) {
     diag_error(r->diags, loc, "unknown function '%s'", e->call.callee);
+    suggest(r, e->call.callee, SUGGEST_FUNCTION, loc);
     return;
   }
   switch (s->kind) {
@@ -269,6 +335,7 @@ static void resolve_expr(Resolver *r, Expr *e) {
     Symbol *s = lookup(r, e->name.name);
     if (!s) {
       diag_error(r->diags, e->loc, "unknown name '%s'", e->name.name);
+      suggest(r, e->name.name, SUGGEST_VALUE, e->loc);
     } else if (s->kind == SYM_FN || s->kind == SYM_BUILTIN || s->kind == SYM_KERNEL) {
       diag_error(r->diags, e->loc, "'%s' is a function; call it with '(...)'", e->name.name);
       s = NULL;
@@ -355,6 +422,7 @@ static void resolve_assign(Resolver *r, Stmt *s) {
   s->assign.sym = NULL;
   if (!sym) {
     diag_error(r->diags, s->assign.name_loc, "unknown name '%s'", s->assign.name);
+    suggest(r, s->assign.name, SUGGEST_VALUE, s->assign.name_loc);
   } else if (sym->kind != SYM_LOCAL) {
     diag_error(r->diags, s->assign.name_loc, "cannot assign to '%s': it is not a variable", s->assign.name);
   } else if (sym->is_const_param || sym->is_param) {

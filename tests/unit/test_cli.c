@@ -208,6 +208,46 @@ Test(cli, source_error_exits_1_with_caret) {
   result_free(&r);
 }
 
+/* -DNAME is NAME=true; a typo in a name gets a "did you mean" note at
+ * the declaration it probably meant. */
+Test(cli, bare_define_is_true_and_unknown_names_get_suggestions) {
+  const char *f = write_file("flag.tile", "kernel k(x: *f32, const FLAG: bool = false) {\n"
+                                          "    let offs = arange(0, 16);\n"
+                                          "    store(x + offs, where(FLAG, 1.0, 0.0));\n"
+                                          "}\n");
+  Result r = RUN(f, "-DFLAG", "--emit=ir");
+  expect_status(&r, 0);
+  cr_expect(strstr(r.out, "FLAG: i1 = true"), "FLAG is true:\n%s", r.out);
+  result_free(&r);
+  r = RUN(f, "-D", "FLAG", "--emit=ir");
+  expect_status(&r, 0);
+  cr_expect(strstr(r.out, "FLAG: i1 = true"), "-D FLAG too:\n%s", r.out);
+  result_free(&r);
+  const char *g = write_file("typo.tile", "kernel k(x: *f32) {\n"
+                                          "    let offs = arange(0, 16);\n"
+                                          "    store(x + ofs, lod(x + offs));\n"
+                                          "}\n");
+  r = RUN(g);
+  expect_status(&r, 1);
+  char want[1024];
+  snprintf(want, sizeof want,
+           "%s:3:15: error: unknown name 'ofs'\n"
+           "        store(x + ofs, lod(x + offs));\n"
+           "                  ^\n"
+           "%s:2:9: note: did you mean 'offs'?\n"
+           "        let offs = arange(0, 16);\n"
+           "            ^\n"
+           "%s:3:20: error: unknown function 'lod'\n"
+           "        store(x + ofs, lod(x + offs));\n"
+           "                       ^\n"
+           "%s:3:20: note: did you mean 'load'?\n"
+           "        store(x + ofs, lod(x + offs));\n"
+           "                       ^\n",
+           g, g, g, g);
+  cr_expect_str_eq(r.err, want);
+  result_free(&r);
+}
+
 Test(cli, semantic_error_exits_1) {
   const char *f = write_file("sem.tile", "kernel k() {\n    let x = y;\n}\n");
   Result r = RUN(f);
@@ -465,7 +505,7 @@ Test(cli, usage_errors_exit_2) {
   expect_usage(RUN(f, "--bogus"), "tilec: unknown option '--bogus'");
   expect_usage(RUN(f, "--emit=asm"), "tilec: unknown --emit stage 'asm' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)");
   expect_usage(RUN(f, "-D"), "tilec: option '-D' needs an argument");
-  expect_usage(RUN(f, "-D", "BLOCK"), "tilec: -D needs NAME=VALUE, got 'BLOCK'");
+  expect_usage(RUN(f, "-D", "9BLOCK"), "tilec: -D needs NAME=VALUE, got '9BLOCK'");
   expect_usage(RUN(f, "-DBLOCK="), "tilec: -D needs NAME=VALUE, got 'BLOCK='");
   expect_usage(RUN(f, "-D", "=5"), "tilec: -D needs NAME=VALUE, got '=5'");
   expect_usage(RUN(f, "-k"), "tilec: option '-k' needs an argument");
@@ -733,8 +773,9 @@ Test(cli, long_define_values_are_cut_in_messages) {
   cr_expect_lt(strlen(r.err), 1000, "the value came back whole");
   result_free(&r);
   free(value);
-  /* A malformed one is a usage error, cut the same way. */
-  value = long_define("", 'N', 100 * 1024);
+  /* A malformed one (a name that starts with a digit) is a usage error,
+   * cut the same way. */
+  value = long_define("9", 'N', 100 * 1024);
   snprintf(want, sizeof want, "tilec: -D needs NAME=VALUE, got '%.128s...'", value);
   expect_usage(RUN(f, "-D", value), want);
   free(value);
