@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../util/diag.h" /* diag_quote: arguments are quoted in messages, cut when long */
 #include "tilec.h"
@@ -34,6 +35,16 @@ char *cli_read_file(const char *path, size_t *len);
 
 /* Parses "-D NAME=VALUE"'s argument into d; false on a malformed one. */
 bool cli_parse_define(const char *text, tc_define *d);
+
+/* --color=WHEN: colours in diagnostics (color.c). */
+typedef enum CliColor { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER } CliColor;
+/* "auto", "always" or "never"; false for anything else. */
+bool cli_parse_color(const char *when, CliColor *out);
+/* auto: f is a terminal, NO_COLOR is unset or empty and TERM is not
+ * "dumb". */
+bool cli_color_wanted(CliColor when, FILE *f);
+/* Prints tilec's diagnostics text, coloured when color is true. */
+void cli_print_diagnostics(FILE *f, const char *text, bool color);
 
 /* `tilec run ...`: argv[0] is "run". Returns the exit code. */
 int cli_run(int argc, char **argv);

@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                         - is stdout); without --emit the stage comes from the name:\n"
     "                         .cubin, .ptx, .ll (llvm), .h (header), .tir (ir)\n"
     "  --embed                with --emit=header: embed the cubin in the header\n"
+    "  --color=WHEN           colours in diagnostics: auto (default: on a terminal, unless\n"
+    "                         NO_COLOR is set or TERM is dumb), always, never\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
     "  -Werror=spills         register spills are errors, not warnings (compiles to a cubin\n"
     "                         to find them)\n"
@@ -133,6 +135,7 @@ typedef struct Options {
   const char *file, *out, *kernel, *arch;
   int emit; /* -1: none */
   bool verbose, embed, debug_barriers, werror_spills;
+  CliColor color;
   tc_linker linker;
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
@@ -213,6 +216,9 @@ static int parse_options(int argc, char **argv, Options *o) {
       if (o->emit == -2)
         return usage_error("unknown --emit stage '%s' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)",
                            a + 7);
+    } else if (!strncmp(a, "--color=", 8)) {
+      if (!cli_parse_color(a + 8, &o->color))
+        return usage_error("unknown --color '%s' (expected auto, always or never)", a + 8);
     } else if (!strcmp(a, "-v")) {
       o->verbose = true;
     } else if (!strcmp(a, "-Werror=spills")) {
@@ -297,10 +303,10 @@ static void print_stats(tc_compilation *c) {
 
 /* Prints the diagnostics added since the last call (warnings of a stage
  * that succeeded; all of them after an error). */
-static void print_new_diagnostics(tc_compilation *c, size_t *printed) {
+static void print_new_diagnostics(const Options *o, tc_compilation *c, size_t *printed) {
   const char *d = tc_diagnostics(c);
   size_t n = strlen(d);
-  if (n > *printed) fputs(d + *printed, stderr);
+  if (n > *printed) cli_print_diagnostics(stderr, d + *printed, cli_color_wanted(o->color, stderr));
   *printed = n;
 }
 
@@ -310,7 +316,7 @@ static int emit_gpu(const Options *o, tc_compilation *c, size_t *printed) {
   tc_codegen_options go = {.arch = o->arch, .linker = need_cubin ? o->linker : TC_LINKER_NONE,
                            .debug_barriers = o->debug_barriers, .spills_are_errors = o->werror_spills};
   bool ok = tc_generate(c, &go);
-  print_new_diagnostics(c, printed);
+  print_new_diagnostics(o, c, printed);
   if (!ok) return EXIT_SOURCE_ERROR;
   if (o->verbose) print_stats(c);
   if (o->emit == EMIT_CUBIN) {
@@ -352,7 +358,7 @@ static int compile_file(const Options *o) {
     free(text);
   }
   size_t printed = 0;
-  print_new_diagnostics(c, &printed); /* the errors, or the front end's warnings */
+  print_new_diagnostics(o, c, &printed); /* the errors, or the front end's warnings */
   if (tc_error_count(c)) {
     rc = EXIT_SOURCE_ERROR;
   } else if (o->emit == TC_EMIT_IR) {

@@ -444,7 +444,7 @@ int cli_run(int argc, char **argv) {
       if (!c) {
         rc = run_usage_error("out of memory%s", "");
       } else if (tc_error_count(c)) {
-        fputs(tc_diagnostics(c), stderr);
+        cli_print_diagnostics(stderr, tc_diagnostics(c), cli_color_wanted(CLI_COLOR_AUTO, stderr));
         rc = EXIT_SOURCE_ERROR;
       } else if (tc_kernel_count(c) != 1) {
         rc = run_usage_error("the file has several kernels; choose one with -k%s", "");

@@ -248,6 +248,38 @@ Test(cli, bare_define_is_true_and_unknown_names_get_suggestions) {
   result_free(&r);
 }
 
+/* --color=always colours the location, the severity, the message and the
+ * caret; without the colours the text is the plain one. The default (auto)
+ * is plain when stderr is not a terminal, as here. */
+Test(cli, colour_on_request_plain_otherwise) {
+  const char *f = write_file("sem.tile", "kernel k() {\n    let x = y;\n}\n");
+  Result plain = RUN(f), never = RUN(f, "--color=never"), col = RUN(f, "--color=always");
+  expect_status(&col, 1);
+  cr_expect(!strchr(plain.err, '\033') && !strcmp(plain.err, never.err), "plain by default and with never:\n%s",
+            plain.err);
+  char want[512];
+  snprintf(want, sizeof want, "\033[1m%s:2:13:\033[0m \033[1;31merror:\033[0m \033[1munknown name 'y'\033[0m\n", f);
+  cr_expect(!strncmp(col.err, want, strlen(want)), "coloured:\n%s", col.err);
+  cr_expect(strstr(col.err, "\033[1;32m                ^\033[0m"), "a green caret:\n%s", col.err);
+  /* the same text without the escapes */
+  char stripped[2048];
+  size_t n = 0;
+  for (const char *p = col.err; *p && n + 1 < sizeof stripped; p++) {
+    if (*p == '\033') {
+      while (*p && *p != 'm') p++;
+      continue;
+    }
+    stripped[n++] = *p;
+  }
+  stripped[n] = 0;
+  cr_expect_str_eq(stripped, plain.err);
+  result_free(&plain), result_free(&never), result_free(&col);
+  Result bad = RUN(f, "--color=sometimes");
+  expect_status(&bad, 2);
+  cr_expect(strstr(bad.err, "tilec: unknown --color 'sometimes' (expected auto, always or never)"), "%s", bad.err);
+  result_free(&bad);
+}
+
 Test(cli, semantic_error_exits_1) {
   const char *f = write_file("sem.tile", "kernel k() {\n    let x = y;\n}\n");
   Result r = RUN(f);
