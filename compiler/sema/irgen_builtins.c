@@ -555,6 +555,47 @@ IRGEN_NOINLINE static SVal bi_static_assert(const Call *c) {
   return (SVal){.kind = SV_VOID, .loc = c->loc};
 }
 
+/* static_print(value [, message]): a note at the call with the value of
+ * a compile-time constant, or the type of any other value (once per
+ * specialization, so that it shows the const parameters it was made
+ * with). */
+IRGEN_NOINLINE static SVal bi_static_print(const Call *c) {
+  SVal v = arg(c, 0);
+  if (v.kind == SV_ERROR) return sv_error();
+  const char *msg = NULL;
+  if (has(c, 1)) {
+    SVal m = arg(c, 1);
+    if (m.kind != SV_STRING) return fail(c, arg_loc(c, 1), "message must be a string");
+    msg = m.str;
+  }
+  const char *text = NULL;
+  if (v.kind == SV_STRING) {
+    text = v.str;
+  } else if (v.kind == SV_TYPE) {
+    text = arena_printf(c->g->arena, "type %s", type_name(c->g, v.type));
+  } else if (v.kind == SV_VALUE && v.weak) {
+    text = v.weak_float ? arena_printf(c->g->arena, "%.17g (a float literal)", v.weak_f)
+                        : arena_printf(c->g->arena, "%lld (an integer literal)", (long long)v.weak_i);
+  } else if (v.kind == SV_VALUE && v.v) {
+    Value *x = v.v;
+    int64_t i;
+    const char *ty = type_name(c->g, x->type);
+    if (x->type.rank == 0 && x->type.kind == SK_I1 && ir_const_int(x, &i))
+      text = arena_printf(c->g->arena, "%s (%s)", i ? "true" : "false", ty);
+    else if (x->type.rank == 0 && ir_const_int(x, &i))
+      text = arena_printf(c->g->arena, "%lld (%s)", (long long)i, ty);
+    else if (x->type.rank == 0 && x->def && x->def->kind == OP_CONST && scalar_is_float((ScalarKind)x->type.kind))
+      text = arena_printf(c->g->arena, "%.17g (%s)", x->def->fattr, ty);
+    else
+      text = arena_printf(c->g->arena, "a value of type %s (not a compile-time constant)", ty);
+  } else {
+    return fail(c, arg_loc(c, 0), "value must be a value, a type or a string");
+  }
+  if (msg) diag_note(c->g->diags, c->loc, "static_print: %s: %s", msg, text);
+  else diag_note(c->g->diags, c->loc, "static_print: %s", text);
+  return (SVal){.kind = SV_VOID, .loc = c->loc};
+}
+
 SVal gen_builtin(Gen *g, Expr *e) {
   BuiltinId id = (BuiltinId)e->call.sym->id;
   Call c = {g, e, builtin_info[id].name, e->loc};
@@ -597,6 +638,7 @@ SVal gen_builtin(Gen *g, Expr *e) {
   case BI_LOAD_BLOCK: return bi_load_block(&c);
   case BI_STORE_BLOCK: return bi_store_block(&c);
   case BI_STATIC_ASSERT: return bi_static_assert(&c);
+  case BI_STATIC_PRINT: return bi_static_print(&c);
   case BI_COUNT: break;
   }
   return sv_error();

@@ -62,7 +62,8 @@
   X(ATOMIC_CAS, "atomic_cas", 3, 4, "ptr,cmp,value,mask")               \
   X(LOAD_BLOCK, "load_block", 3, 3, "desc,offsets,shape")               \
   X(STORE_BLOCK, "store_block", 3, 3, "desc,offsets,value")             \
-  X(STATIC_ASSERT, "static_assert", 1, 2, "cond,message")
+  X(STATIC_ASSERT, "static_assert", 1, 2, "cond,message")               \
+  X(STATIC_PRINT, "static_print", 1, 2, "value,message")
 
 typedef enum BuiltinId {
 #define X(id, name, mina, maxa, params) BI_##id,

@@ -611,6 +611,41 @@ Test(diagnostics, notes_follow_their_error) {
   tc_free(c);
 }
 
+/* static_print notes: values of constants (after -D), types, literals,
+ * strings and the types of runtime values; the compilation succeeds. */
+Test(diagnostics, static_print_notes) {
+  static const char src[] = "kernel k(x: *f32, n: i32, const B: i32 = 64, const T: type = bf16) {\n"
+                            "  static_print(B * 2, \"twice B\");\n"
+                            "  static_print(T);\n"
+                            "  static_print(n);\n"
+                            "  static_print(arange(0, B));\n"
+                            "  static_print(\"hello\");\n"
+                            "  static_print(0.25);\n"
+                            "}\n";
+  tc_options o = {.defines = (tc_define[]){{"B", "128"}}, .ndefines = 1};
+  tc_compilation *c = tc_compile("t.tile", src, sizeof src - 1, &o);
+  cr_expect_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  const char *d = tc_diagnostics(c);
+  static const char *const want[] = {
+      "t.tile:2:3: note: static_print: twice B: 256 (i32)\n",
+      "t.tile:3:3: note: static_print: type bf16\n",
+      "t.tile:4:3: note: static_print: a value of type i32 (not a compile-time constant)\n",
+      "t.tile:5:3: note: static_print: a value of type i32[128] (not a compile-time constant)\n",
+      "t.tile:6:3: note: static_print: hello\n",
+      "t.tile:7:3: note: static_print: 0.25 (a float literal)\n"};
+  const char *at = d;
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const char *p = strstr(at, want[i]);
+    cr_expect(p != NULL, "note %zu in order:\n%s", i, d);
+    if (p) at = p;
+  }
+  tc_free(c);
+  static const char bad[] = "kernel k() { static_print(1, 2); }\n";
+  c = tc_compile("t.tile", bad, sizeof bad - 1, NULL);
+  cr_expect(strstr(tc_diagnostics(c), "error: static_print() message must be a string"), "%s", tc_diagnostics(c));
+  tc_free(c);
+}
+
 Test(diagnostics, good_programs_have_no_diagnostics) {
   static const char src[] = "kernel k(p: *f32, n: i32) {\n"
                             "    let i = arange(0, 16);\n"

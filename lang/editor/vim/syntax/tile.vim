@@ -12,7 +12,7 @@ syn keyword tileContextual range align multiple_of
 syn keyword tileBuiltin program_id num_programs arange zeros full load store load_block store_block dot
 syn keyword tileBuiltin sum max min argmax argmin maximum minimum where fma cdiv
 syn keyword tileBuiltin exp exp2 log log2 sqrt rsqrt sin cos tanh erf sigmoid floor ceil abs
-syn keyword tileBuiltin broadcast_to reshape trans expand_dims bitcast static_assert
+syn keyword tileBuiltin broadcast_to reshape trans expand_dims bitcast static_assert static_print
 syn keyword tileBuiltin atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas
 
 syn match tileAnnotation "@\h\w*"
