@@ -4,7 +4,7 @@
 # benchmarks (with the attention anchors from PyTorch where it is
 # installed). Logs go to $OUT (or gpu-logs/); the benchmark tables are last.
 #
-#   scripts/gpu-run.sh             suite, main job, saxpy, the MoE layer and JIT examples, benchmarks
+#   scripts/gpu-run.sh             suite, main job, saxpy, the MoE layer example, benchmarks
 #   scripts/gpu-run.sh --sanitize  suite, then the suite again under each
 #                                  compute-sanitizer tool (memcheck,
 #                                  racecheck, synccheck, initcheck, run at
@@ -46,7 +46,6 @@ fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 { $fa && $fa --causal --dim 128 --seqlen 300 --heads 3; } 2>&1 | tee "$out/main-job.log" || rc=1
 ./gpu-dist/saxpy 2>&1 | tee "$out/saxpy.log" || rc=1
 timeout 120 ./gpu-dist/moe_layer 2>&1 | tee "$out/moe-layer.log" || rc=1
-timeout 120 ./gpu-dist/jit --source examples/vector_add/vector_add.tile 2>&1 | tee "$out/jit.log" || rc=1
 $sanitize || timeout "${BENCH_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
 # The attention anchors (cuDNN, FlashAttention-2) come from PyTorch, in the
 # same run, and the script prints the tile kernels' ratios to them.
