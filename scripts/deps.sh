@@ -4,7 +4,7 @@
 # /usr/local/cuda and is not installed here.
 set -euo pipefail
 packages=(gcc g++ meson ninja-build pkg-config re2c libcriterion-dev llvm-19-dev
-          libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3)
+          libzstd-dev zlib1g-dev clang libclang-rt-14-dev python3 cmake make)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

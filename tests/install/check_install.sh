@@ -34,4 +34,29 @@ PKG_CONFIG_PATH="$tmp/pc" $cc -std=c17 -Wall -Wextra -Werror "$src/tests/install
   $(PKG_CONFIG_PATH="$tmp/pc" pkg-config --cflags --libs tile-jit) -o "$tmp/jit"
 "$tmp/jit" "$std/softmax.tile" "$tmp/cache" compiled
 "$tmp/jit" "$std/softmax.tile" "$tmp/cache" disk
+# examples/vector_add built by CMake (find_package(Tile), tile_add_kernels)
+# and by make (pkg-config, tilec) against the installed copy; each program
+# runs (77: no GPU here).
+run_example() {
+  set +e
+  "$1" > "$tmp/example.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || { cat "$tmp/example.log"; echo "check_install: $1 exited $rc"; exit 1; }
+}
+if command -v cmake >/dev/null 2>&1; then
+  CC="${cc%% *}" cmake -S "$src/examples/cmake" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp$prefix" \
+    -DCMAKE_C_FLAGS="$(echo "$cc" | cut -s -d' ' -f2-)" > "$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; exit 1; }
+  cmake --build "$tmp/cmake" > "$tmp/cmake-build.log" 2>&1 || { cat "$tmp/cmake-build.log"; exit 1; }
+  run_example "$tmp/cmake/saxpy"
+  echo "check_install: examples/cmake built"
+else
+  echo "check_install: no cmake here; examples/cmake not built"
+fi
+mkdir "$tmp/make"
+PKG_CONFIG_PATH="$tmp/pc" make -s -C "$tmp/make" -f "$src/examples/make/Makefile" SRC="$src/examples/vector_add" \
+  TILEC="$tmp$prefix/bin/tilec" CC="${cc%% *}" CFLAGS="$(echo "$cc" | cut -s -d' ' -f2-)" \
+  LDFLAGS="$(echo "$cc" | cut -s -d' ' -f2-)" > "$tmp/make.log" 2>&1 || { cat "$tmp/make.log"; exit 1; }
+run_example "$tmp/make/saxpy"
+echo "check_install: examples/make built"
 echo "check_install: ok"
