@@ -21,10 +21,12 @@ if $sanitize; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # The debug-mode trap tests trap on purpose: not under the sanitizer.
   for tool in memcheck racecheck synccheck initcheck; do
-    TILE_GPU_SKIP_TRAPS=1 timeout "${SANITIZE_TIMEOUT:-540}" "$cs" --tool "$tool" --error-exitcode 3 \
+    TILE_GPU_SKIP_TRAPS=1 timeout "${SANITIZE_TIMEOUT:-540}" "$cs" --tool "$tool" --error-exitcode 3 --print-limit 100000 \
       ./gpu-dist/tile-gpu --root . test > "$out/sanitize-$tool.log" 2>&1 &
   done
   wait
+  # (--print-limit: every error is printed, so that each one can be
+  # classified; the default prints 100.)
   # libtile asks cuFuncGetParamInfo for the parameter after the last one
   # the metadata lists, to catch code with more parameters than its
   # metadata; the driver answers that probe with INVALID_VALUE, which
