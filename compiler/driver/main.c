@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                         - is stdout); without --emit the stage comes from the name:\n"
     "                         .cubin, .ptx, .ll (llvm), .h (header), .tir (ir)\n"
     "  --embed                with --emit=header: embed the cubin in the header\n"
+    "  -MD                    also write a dependency file for make and ninja: OUT.d\n"
+    "  -MF FILE               the dependency file's name (implies -MD)\n"
     "  --color=WHEN           colours in diagnostics: auto (default: on a terminal, unless\n"
     "                         NO_COLOR is set or TERM is dumb), always, never\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
@@ -136,6 +138,8 @@ typedef struct Options {
   int emit; /* -1: none */
   bool verbose, embed, debug_barriers, werror_spills;
   CliColor color;
+  bool depfile;        /* -MD or -MF */
+  const char *dep_out; /* -MF FILE; NULL: the output's name with .d appended */
   tc_linker linker;
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
@@ -216,6 +220,11 @@ static int parse_options(int argc, char **argv, Options *o) {
       if (o->emit == -2)
         return usage_error("unknown --emit stage '%s' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)",
                            a + 7);
+    } else if (!strcmp(a, "-MD")) {
+      o->depfile = true;
+    } else if (!strcmp(a, "-MF")) {
+      if (i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
+      o->depfile = true, o->dep_out = argv[++i];
     } else if (!strncmp(a, "--color=", 8)) {
       if (!cli_parse_color(a + 8, &o->color))
         return usage_error("unknown --color '%s' (expected auto, always or never)", a + 8);
@@ -258,7 +267,50 @@ static int parse_options(int argc, char **argv, Options *o) {
   }
   if (o->emit == EMIT_CUBIN && !o->out && !o->stdout_dash) return usage_error("--emit=cubin needs -o FILE%s", "");
   if (o->embed && o->emit != EMIT_HEADER) return usage_error("--embed goes with --emit=header%s", "");
+  if (o->depfile && !o->out) return usage_error("-MD and -MF need -o FILE (the target the dependency file names)%s", "");
+  if (o->depfile && !strcmp(o->file, "-")) return usage_error("-MD and -MF need an input file, not stdin%s", "");
   return -1;
+}
+
+/* A path as make and ninja read it in a rule: blanks and '#' escaped with
+ * a backslash, '$' doubled. */
+static void put_make_path(FILE *f, const char *p) {
+  for (; *p; p++) {
+    if (*p == ' ' || *p == '\t' || *p == '#') fputc('\\', f);
+    if (*p == '$') fputc('$', f);
+    fputc(*p, f);
+  }
+}
+
+/* -MD / -MF: "OUT: INPUT" (the files the output was made from: the source
+ * file, which imports none today). */
+static int write_depfile(const Options *o) {
+  char q[DIAG_QUOTE_BUF];
+  size_t n = strlen(o->out);
+  char *path = o->dep_out ? NULL : malloc(n + 3);
+  if (!o->dep_out && !path) {
+    fputs("tilec: out of memory\n", stderr);
+    return EXIT_SOURCE_ERROR;
+  }
+  if (path) memcpy(path, o->out, n), memcpy(path + n, ".d", 3);
+  const char *dp = o->dep_out ? o->dep_out : path;
+  FILE *f = fopen(dp, "w");
+  int rc = EXIT_OK;
+  if (!f) {
+    fprintf(stderr, "tilec: cannot write '%s': %s\n", diag_quote(q, dp), strerror(errno));
+    rc = EXIT_USAGE;
+  } else {
+    put_make_path(f, o->out);
+    fputs(": ", f);
+    put_make_path(f, o->file);
+    fputc('\n', f);
+    if (fclose(f) != 0) {
+      fprintf(stderr, "tilec: cannot write '%s'\n", diag_quote(q, dp));
+      rc = EXIT_USAGE;
+    }
+  }
+  free(path);
+  return rc;
 }
 
 static int write_bytes(const char *path, const void *data, size_t size) {
@@ -377,6 +429,7 @@ int main(int argc, char **argv) {
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc < 0) rc = compile_file(&o);
+  if (rc == EXIT_OK && o.depfile && o.out) rc = write_depfile(&o);
   for (int i = 0; i < o.ndefines; i++) free((char *)o.defines[i].name);
   return rc;
 }

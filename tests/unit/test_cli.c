@@ -280,6 +280,37 @@ Test(cli, colour_on_request_plain_otherwise) {
   result_free(&bad);
 }
 
+/* -MD writes OUT.d, -MF FILE names it: "OUT: INPUT" in make's syntax
+ * (blanks escaped); both need -o. */
+Test(cli, dependency_files) {
+  const char *f = write_file("dep src.tile", good_src);
+  const char *out = tmp_path("dep out.tir"), *d = tmp_path("dep out.tir.d"), *mf = tmp_path("named.d");
+  Result r = RUN(f, "-o", out, "-MD");
+  expect_status(&r, 0);
+  result_free(&r);
+  char *text = read_file(d, NULL);
+  cr_assert_not_null(text, "no %s", d);
+  char want[1100], eo[512], ef[512];
+  size_t k = 0;
+  for (const char *p = out; *p; p++) { if (*p == ' ') eo[k++] = '\\'; eo[k++] = *p; }
+  eo[k] = 0, k = 0;
+  for (const char *p = f; *p; p++) { if (*p == ' ') ef[k++] = '\\'; ef[k++] = *p; }
+  ef[k] = 0;
+  snprintf(want, sizeof want, "%s: %s\n", eo, ef);
+  cr_expect_str_eq(text, want);
+  free(text);
+  r = RUN(f, "-o", out, "-MF", mf);
+  expect_status(&r, 0);
+  result_free(&r);
+  text = read_file(mf, NULL);
+  cr_expect(text && !strcmp(text, want), "-MF: %s", text ? text : "(none)");
+  free(text);
+  r = RUN(f, "-MD");
+  expect_status(&r, 2);
+  cr_expect(strstr(r.err, "tilec: -MD and -MF need -o FILE"), "%s", r.err);
+  result_free(&r);
+}
+
 Test(cli, semantic_error_exits_1) {
   const char *f = write_file("sem.tile", "kernel k() {\n    let x = y;\n}\n");
   Result r = RUN(f);
