@@ -163,7 +163,6 @@ static LLVMValueRef int_shift(Lower *L, LLVMValueRef a, LLVMValueRef amt, bool l
   return LLVMBuildSelect(L->b, big, const_int(L, t, 0), r, "");
 }
 
-
 static LLVMValueRef float_minmax(Lower *L, LLVMValueRef a, LLVMValueRef b, ScalarKind k, bool is_max) {
   ScalarKind ck = narrow_float(k) ? SK_F32 : k;
   LLVMValueRef x = float_to_float(L, a, k, ck), y = float_to_float(L, b, k, ck);
