@@ -775,6 +775,7 @@ static void bench_gemm_kernels(GemmProblem *p) {
       {128, 256, 64, 4, 2, false, false, 0}, {128, 256, 64, 4, 2, true, false, 0}, {128, 256, 64, 3, 2, true, false, 0},
       {128, 128, 64, 4, 2, true, false, 0},  {128, 128, 64, 4, 2, true, true, 0},  {128, 128, 64, 5, 2, true, true, 0},
       {128, 256, 64, 4, 2, true, false, 1},  {128, 256, 64, 4, 2, true, false, 4}, {128, 256, 64, 4, 2, true, false, 16},
+      {256, 128, 64, 3, 2, true, false, 0},  {256, 128, 64, 3, 2, true, false, 16},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,
@@ -860,7 +861,8 @@ static void bench_fused_epilogue(GemmProblem *p) {
   if (f.c) tile_mem_free(g->rt, f.c);
 }
 
-static void bench_gemm(Gpu *g) {
+/* only: "MxNxK" runs that one of the shapes (for a profiler), NULL all. */
+static void bench_gemm(Gpu *g, const char *only) {
   static const GemmShape shapes[] = {{8192, 8192, 8192, true}, {4096, 4096, 4096, false}, {16384, 2048, 8192, false}};
   CublasAnchor *cublas;
   char msg[1024];
@@ -872,6 +874,9 @@ static void bench_gemm(Gpu *g) {
   GemmTables *tables = gemm_tables_new();
   if (!tables) printf("GEMM rows skipped: out of host memory\n");
   for (size_t i = 0; tables && i < sizeof shapes / sizeof shapes[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%dx%dx%d", shapes[i].m, shapes[i].n, shapes[i].k);
+    if (only && strcmp(only, name)) continue;
     GemmProblem p;
     if (gemm_problem_init(&p, g, cublas, tables, &shapes[i])) {
       if (gemm_anchor_bf16(&p)) {
@@ -988,7 +993,8 @@ static void bench_compile(Gpu *g) {
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
- * launch, attention, mlp, compile. */
+ * launch, attention, mlp, compile; `bench gemm MxNxK` runs one of the
+ * GEMM shapes only (for a profiler). */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
@@ -1002,7 +1008,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
     for (int n = 4096; n <= 32768; n *= 2) bench_rows(&g, copy, &softmax, n);
     for (int n = 4096; n <= 16384; n *= 2) bench_rows(&g, copy, &layernorm, n);
   }
-  if (!only || !strcmp(only, "gemm")) bench_gemm(&g);
+  if (!only || !strcmp(only, "gemm")) bench_gemm(&g, only && argc > 1 ? argv[1] : NULL);
   if (!only || !strcmp(only, "launch")) bench_launch(&g);
   if (!only || !strcmp(only, "attention")) bench_attention(&g);
   if (!only || !strcmp(only, "mlp")) bench_mlp(&g);

@@ -683,7 +683,13 @@ static bool create_kernel(Lower *L) {
   /* ping-pong: within each consumer warpgroup */
   if (L->k->roles.pingpong) L->tid = LLVMBuildAnd(L->b, L->tid, const_i32(L, 32 * WARPGROUP_WARPS - 1), "wgtid");
   L->lane = LLVMBuildAnd(L->b, L->tid, const_i32(L, 31), "lane");
-  L->warp = LLVMBuildLShr(L->b, L->tid, const_i32(L, 5), "warp");
+  /* The warp number through a shuffle from lane 0: the same value, but
+   * ptxas then knows it is uniform across the warp and keeps what is
+   * computed from it (a warpgroup's shared operand addresses, its wgmma
+   * descriptors) in uniform registers. */
+  LLVMValueRef shfl[4] = {const_i32(L, (int32_t)FULL_WARP_MASK), LLVMBuildLShr(L->b, L->tid, const_i32(L, 5), ""),
+                          const_i32(L, 0), const_i32(L, SHFL_CLAMP)};
+  L->warp = call_intrinsic(L, "llvm.nvvm.shfl.sync.idx.i32", L->t_i32, shfl, 4);
   LLVMTypeRef smem_ty = LLVMArrayType2(L->t_i8, 0);
   L->smem = LLVMAddGlobalInAddressSpace(L->mod, smem_ty, "__tile_smem", ADDRSPACE_SHARED);
   LLVMSetLinkage(L->smem, LLVMExternalLinkage);

@@ -12,6 +12,9 @@
 #include "lower.h"
 #include "smem_alloc.h"
 
+/* shfl.sync operands: every lane takes part; the clamp of a full warp. */
+#define FULL_WARP_MASK 0xffffffffu
+#define SHFL_CLAMP 0x1f
 /* Operands of one inline-asm statement: a wgmma of n256 has 128 tied
  * accumulators, 128 outputs and its two descriptors. */
 #define LOWER_MAX_ASM_ARGS 160

@@ -23,12 +23,10 @@
 
 #include "lower_internal.h"
 
-#define FULL_WARP_MASK 0xffffffffu
 /* Rows and columns of the result one thread may hold in the FMA dot: its
  * operand registers per k step (rows + columns) must stay few. */
 #define FMA_DOT_MAX_ROWS 64
 #define FMA_DOT_MAX_COLS 256
-#define SHFL_CLAMP 0x1f
 
 static LLVMValueRef smem_addr(Lower *L, ScalarKind k, unsigned byte_base, LLVMValueRef index) {
   LLVMValueRef base = byte_base ? smem_ptr(L, const_i32(L, byte_base)) : L->smem;

@@ -54,9 +54,20 @@ static uint64_t desc_fields(const SmemLayout *sl, bool mn_major) {
   return ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | (uint64_t)swizzle_code(sl->swizzle) << 62;
 }
 
-static LLVMValueRef make_desc(Lower *L, LLVMValueRef addr32, uint64_t fields) {
+/* A descriptor's start address field (its low 14 bits) is the shared
+ * address over 16; every shared address of a block (at most 228 KB)
+ * fits, so no sum below carries out of it: the low word of the
+ * descriptor of base + off is the low word of base's plus off / 16 for
+ * 16-byte aligned offsets, one 32-bit add per instruction (the high word
+ * is a constant). */
+static LLVMValueRef desc_low_word(Lower *L, LLVMValueRef addr32, uint64_t fields) {
   LLVMValueRef a = LLVMBuildAnd(L->b, LLVMBuildLShr(L->b, addr32, const_i32(L, 4), ""), const_i32(L, 0x3FFF), "");
-  return LLVMBuildOr(L->b, LLVMBuildZExt(L->b, a, L->t_i64, ""), LLVMConstInt(L->t_i64, fields, 0), "desc");
+  return LLVMBuildOr(L->b, a, const_i32(L, (int64_t)(fields & 0xFFFFFFFFu)), "");
+}
+
+static LLVMValueRef make_desc(Lower *L, LLVMValueRef low, uint64_t fields) {
+  return LLVMBuildOr(L->b, LLVMBuildZExt(L->b, low, L->t_i64, ""), LLVMConstInt(L->t_i64, fields >> 32 << 32, 0),
+                     "desc");
 }
 
 /* One shared operand: its buffer, whether it is MN-major, and the runtime
@@ -66,7 +77,7 @@ typedef struct Operand {
   bool trans;         /* buffer holds the operand transposed */
   int cols;           /* the buffer's last dimension */
   uint64_t fields;
-  LLVMValueRef wg_off; /* i32 */
+  LLVMValueRef base_low; /* i32: descriptor low word of this warpgroup's part */
 } Operand;
 
 /* Byte offset of operand element (row, k) (row: M for A, N for B). */
@@ -78,10 +89,12 @@ static uint32_t operand_offset(const Operand *o, bool is_a, int row, int k) {
   return smem_offset(&o->buf->layout, (uint32_t)r * (uint32_t)o->cols + (uint32_t)c);
 }
 
+/* Operand offsets are 16-byte aligned: the layouts' swizzle atoms are
+ * 128-byte aligned and a k step moves 32 bytes (16 bf16, 32 fp8). */
 static LLVMValueRef operand_desc(Lower *L, const Operand *o, bool is_a, int row, int k) {
-  LLVMValueRef off = LLVMBuildAdd(L->b, o->wg_off, const_i32(L, operand_offset(o, is_a, row, k)), "");
-  LLVMValueRef p = LLVMBuildGEP2(L->b, L->t_i8, o->buf->ptr, &off, 1, "");
-  return make_desc(L, smem_addr32(L, p), o->fields);
+  uint32_t off = operand_offset(o, is_a, row, k);
+  LLVMValueRef low = LLVMBuildAdd(L->b, o->base_low, const_i32(L, (int64_t)(off >> 4)), "");
+  return make_desc(L, low, o->fields);
 }
 
 /* The warpgroup's coordinates (runtime): g_m along M, g_n along N. */
@@ -103,7 +116,8 @@ static bool prepare_operand(Lower *L, const Op *op, Operand *o, const Value *v, 
   }
   bool mn_major = is_a ? trans : !trans;
   o->fields = desc_fields(&o->buf->layout, mn_major);
-  o->wg_off = LLVMBuildMul(L->b, g, const_i32(L, operand_offset(o, is_a, g_step, 0)), "");
+  LLVMValueRef wg_off = LLVMBuildMul(L->b, g, const_i32(L, operand_offset(o, is_a, g_step, 0)), "");
+  o->base_low = desc_low_word(L, LLVMBuildAdd(L->b, smem_addr32(L, o->buf->ptr), wg_off, ""), o->fields);
   return true;
 }
 

@@ -349,6 +349,24 @@ static char *ptx_loop_holding(const char *ptx, const char *needle) {
   return lo ? strndup(lo, (size_t)(hi - lo)) : NULL;
 }
 
+/* A wgmma descriptor in a k loop is one 32-bit add on a low word built
+ * once per stage (docs/backend.md, Descriptors): no 64-bit address
+ * arithmetic per instruction; and the warp number is a shuffle from lane
+ * 0, which ptxas knows to be uniform. */
+Test(codegen, wgmma_descriptors_are_32_bit_adds_in_the_k_loop) {
+  const char *files[] = {"lang/std/gemm_ws.tile", "lang/std/gemm_tma.tile", "lang/std/flash_attention_ws.tile"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char *ptx = ptx_of(files[i], NULL);
+    char *loop = ptx_loop_holding(ptx, "wgmma.mma_async");
+    cr_assert(loop, "%s: no loop around the wgmmas", files[i]);
+    cr_expect(strstr(loop, "bfe.u64") == NULL && strstr(loop, "shr.u64") == NULL,
+              "%s: 64-bit descriptor arithmetic in the k loop:\n%s", files[i], loop);
+    cr_expect(strstr(ptx, "shfl.sync.idx.b32") != NULL, "%s: the warp number is not a shuffle", files[i]);
+    free(loop);
+    free(ptx);
+  }
+}
+
 static const char *const flash_variants[][3] = {{NULL}, {"HEAD_DIM", "128", NULL}};
 
 Test(codegen, flash_attention_reads_p_from_registers) {
