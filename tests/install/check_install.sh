@@ -3,7 +3,8 @@
 # and builds tests/install/embed.c against what was installed, with
 # pkg-config alone (the .pc files' prefix pointed at the temporary copy);
 # then runs it on an installed standard-library file; then the same for
-# tests/install/jit.c with the JIT's pkg-config file.
+# tests/install/jit.c with the JIT's pkg-config file; then examples/ built
+# by CMake, meson and make against the installed copy.
 #   check_install.sh BUILD_DIR SOURCE_DIR CC
 set -eu
 build=$1 src=$2 cc=$3 # cc: the compiler command, with flags
@@ -26,6 +27,7 @@ done
 PKG_CONFIG_PATH="$tmp/pc" $cc -std=c17 -Wall -Wextra -Werror "$src/tests/install/embed.c" \
   $(PKG_CONFIG_PATH="$tmp/pc" pkg-config --cflags --libs tilec tile tile_attention tile_mlp) -o "$tmp/embed"
 std="$tmp$prefix/share/tile/std"
+[ -f "$tmp$prefix/share/man/man1/tilec.1" ] || { echo "check_install: the manual page is not under share/man/man1"; exit 1; }
 [ -f "$std/softmax.tile" ] || { echo "check_install: the standard library is not under share/tile/std"; exit 1; }
 "$tmp/embed" "$std/softmax.tile"
 # The JIT alone: `pkg-config --libs tile-jit` is all it links with. Two
@@ -53,6 +55,16 @@ if command -v cmake >/dev/null 2>&1; then
 else
   echo "check_install: no cmake here; examples/cmake not built"
 fi
+# examples/meson against the installed copy: dependency('tile') through
+# pkg-config, find_program('tilec') on PATH.
+CC="${cc%% *}" CFLAGS="$(echo "$cc" | cut -s -d' ' -f2-)" LDFLAGS="$(echo "$cc" | cut -s -d' ' -f2-)" \
+  PKG_CONFIG_PATH="$tmp/pc" PATH="$tmp$prefix/bin:$PATH" \
+  meson setup "$tmp/meson" "$src/examples/meson" > "$tmp/meson.log" 2>&1 || { cat "$tmp/meson.log"; exit 1; }
+grep -q "Run-time dependency tile found: YES" "$tmp/meson.log" || { cat "$tmp/meson.log"; exit 1; }
+grep -q "Program tilec found: YES ($tmp$prefix/bin/tilec)" "$tmp/meson.log" || { cat "$tmp/meson.log"; exit 1; }
+ninja -C "$tmp/meson" > "$tmp/meson-build.log" 2>&1 || { cat "$tmp/meson-build.log"; exit 1; }
+run_example "$tmp/meson/saxpy"
+echo "check_install: examples/meson built"
 mkdir "$tmp/make"
 PKG_CONFIG_PATH="$tmp/pc" make -s -C "$tmp/make" -f "$src/examples/make/Makefile" SRC="$src/examples/vector_add" \
   TILEC="$tmp$prefix/bin/tilec" CC="${cc%% *}" CFLAGS="$(echo "$cc" | cut -s -d' ' -f2-)" \
