@@ -24,11 +24,12 @@ static const char run_usage[] =
     "  scalars:      a number (or true/false)                  --arg n=1000\n"
     "  pointers:     rand:N  uniform in [-1, 1) (signed integers: [-100, 100), unsigned: [0, 200))\n"
     "                zeros:N  range:N (0, 1, 2, ...)  file:PATH (raw little-endian data)\n"
+    "                file:SHAPE:PATH (the file must hold SHAPE's elements)\n"
     "  descriptors:  the same with a shape, e.g. rand:128x64 (row-major)\n"
     "options:\n"
     "  -D NAME=VALUE      const parameter value (repeatable)\n"
     "  --seed N           seed for rand: buffers (default 1)\n"
-    "  --dump DIR         write every buffer to DIR/NAME.bin after the run\n"
+    "  --dump DIR         write every buffer to DIR/NAME.bin after the run (also a failed one)\n"
     "  --max-steps N      stop after N element operations (default 1e9: seconds to a minute)\n"
     "  --timeout SECONDS  stop after SECONDS of wall-clock time (default 60; 0: no limit)\n"
     "  -O0                run the unoptimized IR (every load and division is executed and checked,\n"
@@ -227,7 +228,22 @@ bool run_parse_buffer_spec(const char *spec, RunBufferSpec *out) {
     if (strlen(fills[i].name) != kl || strncmp(spec, fills[i].name, kl) != 0) continue;
     out->fill = fills[i].fill;
     if (out->fill != RUN_FILL_FILE) return parse_shape(colon + 1, out);
+    /* file:SHAPE:PATH when the text before the next ':' is a shape,
+     * else file:PATH (./12:x names a file "12:x") */
     out->path = colon + 1;
+    const char *next = strchr(out->path, ':');
+    char shape[RUN_SHAPE_TEXT_BYTES];
+    RunBufferSpec s;
+    if (next && (size_t)(next - out->path) < sizeof shape) {
+      memcpy(shape, out->path, (size_t)(next - out->path));
+      shape[next - out->path] = '\0';
+      if (parse_shape(shape, &s)) {
+        out->rank = s.rank;
+        out->n = s.n;
+        memcpy(out->shape, s.shape, sizeof out->shape);
+        out->path = next + 1;
+      }
+    }
     return *out->path != '\0';
   }
   return false;
@@ -250,22 +266,34 @@ static uint64_t next_random(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
-static bool read_buffer_file(const char *path, const tc_param *p, Buffer *b) {
+/* A file: buffer. With a shape the file must hold exactly that many
+ * elements (*size_error then says so: an error of its own, the reading
+ * errors are printed by cli_read_file). */
+static bool read_buffer_file(const RunBufferSpec *bs, const tc_param *p, Buffer *b, bool *size_error) {
   size_t len;
-  char *data = cli_read_file(path, &len);
+  char *data = cli_read_file(bs->path, &len);
   if (!data) return false;
+  if (bs->rank && len != (size_t)bs->n * (size_t)p->elem_bytes) {
+    char q[DIAG_QUOTE_BUF];
+    fprintf(stderr, "tilec run: '%s' holds %zu bytes; %lld elements of %s need %zu\n", diag_quote(q, bs->path), len,
+            (long long)bs->n, p->elem, (size_t)bs->n * (size_t)p->elem_bytes);
+    free(data);
+    *size_error = true;
+    return false;
+  }
   b->data = data;
   b->bytes = len;
   b->n = (int64_t)(len / (size_t)p->elem_bytes);
-  b->rank = 1;
-  b->shape[0] = b->n;
+  b->rank = bs->rank ? bs->rank : 1;
+  if (bs->rank) memcpy(b->shape, bs->shape, sizeof b->shape);
+  else b->shape[0] = b->n;
   return true;
 }
 
-static bool fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, Buffer *b) {
+static bool fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, Buffer *b, bool *size_error) {
   RunBufferSpec bs;
   if (!run_parse_buffer_spec(spec, &bs)) return false;
-  if (bs.fill == RUN_FILL_FILE) return read_buffer_file(bs.path, p, b);
+  if (bs.fill == RUN_FILL_FILE) return read_buffer_file(&bs, p, b, size_error);
   ScalarKind k = scalar_from_name(p->elem, strlen(p->elem));
   b->rank = bs.rank;
   b->n = bs.n;
@@ -373,6 +401,7 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
   Buffer bufs[RUN_MAX_PARAMS] = {0};
   tc_buffer tb[RUN_MAX_PARAMS];
   int nbufs = 0, rc = EXIT_OK;
+  bool failed_run = false;
   uint64_t rng = o->seed;
   for (int a = 0; a < o->nargs; a++) {
     bool known = false;
@@ -386,9 +415,14 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
     if (!spec) {
       rc = run_usage_error("missing --arg for parameter '%s'", p.name);
     } else if (p.kind == TC_PARAM_PTR || p.kind == TC_PARAM_DESC) {
-      if (!fill_buffer(spec, &p, &rng, &bufs[i]) || (p.kind == TC_PARAM_DESC && bufs[i].rank != p.desc_rank)) {
-        rc = run_usage_error("bad buffer for '%s' (expected rand:N, zeros:N, range:N or file:PATH; descriptors need "
-                             "a shape of their rank, e.g. rand:64x32)", p.name);
+      bool size_error = false;
+      if (!fill_buffer(spec, &p, &rng, &bufs[i], &size_error) ||
+          (p.kind == TC_PARAM_DESC && bufs[i].rank != p.desc_rank)) {
+        rc = size_error ? EXIT_USAGE
+                        : run_usage_error("bad buffer for '%s' (expected rand:N, zeros:N, range:N, file:PATH or "
+                                          "file:SHAPE:PATH; descriptors need a shape of their rank, e.g. rand:64x32 "
+                                          "or file:64x32:PATH)",
+                                          p.name);
         continue;
       }
       args[i].p = bufs[i].data;
@@ -408,6 +442,8 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
     if (!tc_interpret_ex(c, k, o->grid, args, n, tb, nbufs, &limits, &err)) {
       fprintf(stderr, "%s\n", err ? err : "tilec run: the run failed");
       rc = EXIT_SOURCE_ERROR;
+      failed_run = true;
+      if (o->dump) fprintf(stderr, "tilec run: the buffers go to '%s' as they were when the run stopped\n", o->dump);
     } else {
       for (int i = 0; i < n; i++) {
         tc_param p = tc_param_get(c, k, i);
@@ -416,8 +452,10 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
     }
     free(err);
   }
+  /* after a run, also a failed one: what was written before the error */
   for (int i = 0; i < n; i++) {
-    if (rc == EXIT_OK && bufs[i].data && o->dump && !dump_buffer(o->dump, tc_param_get(c, k, i).name, &bufs[i]))
+    if ((rc == EXIT_OK || failed_run) && bufs[i].data && o->dump &&
+        !dump_buffer(o->dump, tc_param_get(c, k, i).name, &bufs[i]) && rc == EXIT_OK)
       rc = EXIT_USAGE;
     free(bufs[i].data);
   }

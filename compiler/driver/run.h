@@ -63,15 +63,20 @@ void run_options_free(RunOptions *o);
 /* The usage text of `tilec run --help`. */
 const char *run_usage_text(void);
 
-/* A buffer argument: "rand:SHAPE", "zeros:SHAPE", "range:SHAPE" or
- * "file:PATH", with SHAPE "N" or "AxB..." (at most RUN_MAX_RANK sizes, each
- * at least 1, RUN_MAX_BUFFER_ELEMS elements in all). */
+/* Longest SHAPE text of file:SHAPE:PATH looked at: four sizes of 2^40
+ * (13 digits each) and their separators. */
+#define RUN_SHAPE_TEXT_BYTES 64
+
+/* A buffer argument: "rand:SHAPE", "zeros:SHAPE", "range:SHAPE",
+ * "file:PATH" or "file:SHAPE:PATH" (when the text before the second ':'
+ * is a shape), with SHAPE "N" or "AxB..." (at most RUN_MAX_RANK sizes,
+ * each at least 1, RUN_MAX_BUFFER_ELEMS elements in all). */
 typedef enum RunFill { RUN_FILL_RAND, RUN_FILL_ZEROS, RUN_FILL_RANGE, RUN_FILL_FILE } RunFill;
 
 typedef struct RunBufferSpec {
   RunFill fill;
   const char *path; /* RUN_FILL_FILE: points into the spec */
-  int rank;         /* 0 for a file (its size decides) */
+  int rank;         /* 0 for a file without a shape (its size decides) */
   int64_t shape[RUN_MAX_RANK];
   int64_t n; /* elements */
 } RunBufferSpec;

@@ -674,6 +674,86 @@ Test(cli, run_out_of_bounds_exits_1_with_location) {
   result_free(&r);
 }
 
+/* --dump also after a failed run: the buffers as the run left them. The
+ * kernel writes 7 to z[0..3], then stores 64 elements past them, out of
+ * bounds of a 10-element buffer. */
+static const char write_then_fail_src[] = "kernel fill(z: *f32) {\n"
+                                          "    store(z + arange(0, 4), 7.0);\n"
+                                          "    store(z + 4 + arange(0, 64), 1.0);\n"
+                                          "}\n";
+
+Test(cli, run_dump_after_a_failed_run) {
+  const char *f = write_file("wfail.tile", write_then_fail_src);
+  const char *dir = tmp_path("faildump");
+  const char *zbin = tmp_path("faildump/z.bin");
+  Result r = RUN("run", f, "--grid", "1", "--arg", "z=range:10", "--dump", dir);
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, ":3:5: error: out-of-bounds store of f32") != NULL, "stderr:\n%s", r.err);
+  char note[256];
+  snprintf(note, sizeof note, "tilec run: the buffers go to '%s' as they were when the run stopped\n", dir);
+  cr_expect(strstr(r.err, note) != NULL, "stderr:\n%s", r.err);
+  cr_expect_str_eq(r.out, "", "no summaries after a failed run");
+  size_t len;
+  char *z = read_file(zbin, &len);
+  cr_assert_not_null(z, "no %s after the failed run", zbin);
+  cr_expect_eq(len, 10 * sizeof(float));
+  for (int i = 0; i < 4 && len == 40; i++) {
+    float v;
+    memcpy(&v, z + 4 * i, 4);
+    cr_expect_eq(v, 7.0f, "z[%d] = %g: the store before the error is in the dump", i, v);
+  }
+  free(z);
+  result_free(&r);
+}
+
+/* file:SHAPE:PATH: a descriptor (or pointer) from a file, its size checked
+ * against the shape. */
+static const char desc_copy_src[] = "kernel copy(dst: tensor<f32, 2>, src: tensor<f32, 2>) {\n"
+                                    "    let t = load_block(src, [0, 0], [4, 8]);\n"
+                                    "    store_block(dst, [0, 0], t * 2.0);\n"
+                                    "}\n";
+
+Test(cli, run_descriptor_from_a_file) {
+  const char *f = write_file("dcopy.tile", desc_copy_src);
+  const char *bin = tmp_path("src.bin");
+  float data[32];
+  for (int i = 0; i < 32; i++) data[i] = 0.25f * (float)i - 3.0f;
+  FILE *fp = fopen(bin, "wb");
+  cr_assert_not_null(fp);
+  cr_assert_eq(fwrite(data, sizeof data, 1, fp), 1u);
+  fclose(fp);
+  char arg[512];
+  snprintf(arg, sizeof arg, "src=file:4x8:%s", bin);
+  const char *dir = tmp_path("ddump");
+  const char *dbin = tmp_path("ddump/dst.bin");
+  tmp_path("ddump/src.bin");
+  Result r = RUN("run", f, "--grid", "1", "--arg", "dst=zeros:4x8", "--arg", arg, "--dump", dir);
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.out, "dst: f32[32] min=-6 max=9.5 mean=1.75 nan=0\n"
+                          "src: f32[32] min=-3 max=4.75 mean=0.875 nan=0\n");
+  size_t len;
+  char *d = read_file(dbin, &len);
+  cr_assert_not_null(d);
+  cr_expect_eq(len, sizeof data);
+  for (int i = 0; i < 32 && len == sizeof data; i++) {
+    float v;
+    memcpy(&v, d + 4 * i, 4);
+    cr_expect_eq(v, 2.0f * data[i], "dst[%d] = %g", i, v);
+  }
+  free(d);
+  result_free(&r);
+  /* a size that is not the shape's */
+  snprintf(arg, sizeof arg, "src=file:4x9:%s", bin);
+  char msg[512];
+  snprintf(msg, sizeof msg, "tilec run: '%s' holds 128 bytes; 36 elements of f32 need 144", bin);
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", "dst=zeros:4x8", "--arg", arg), msg);
+  /* a descriptor needs the shape */
+  snprintf(arg, sizeof arg, "src=file:%s", bin);
+  expect_usage(RUN("run", f, "--grid", "1", "--arg", "dst=zeros:4x8", "--arg", arg),
+               "tilec run: bad buffer for 'src' (expected rand:N, zeros:N, range:N, file:PATH or file:SHAPE:PATH; "
+               "descriptors need a shape of their rank, e.g. rand:64x32 or file:64x32:PATH)");
+}
+
 Test(cli, run_source_error_exits_1) {
   const char *f = write_file("bad.tile", bad_src);
   Result r = RUN("run", f, "--grid", "1", "--arg", "n=1");
@@ -698,8 +778,8 @@ Test(cli, run_usage_errors_exit_2) {
                "tilec run: bad value for scalar parameter 'n'");
   expect_usage(RUN("run", f, "--grid", "2", "--arg", "z=ones:100", "--arg", "x=range:100", "--arg", "y=range:100",
                    "--arg", "n=1"),
-               "tilec run: bad buffer for 'z' (expected rand:N, zeros:N, range:N or file:PATH; descriptors need a "
-               "shape of their rank, e.g. rand:64x32)");
+               "tilec run: bad buffer for 'z' (expected rand:N, zeros:N, range:N, file:PATH or file:SHAPE:PATH; "
+               "descriptors need a shape of their rank, e.g. rand:64x32 or file:64x32:PATH)");
   expect_usage(RUN("run", f, "--grid", "1", "--arg", "noequals"), "tilec run: --arg needs NAME=VALUE, got 'noequals'");
   expect_usage(RUN("run", f, "--grid"), "tilec run: option '--grid' needs an argument");
   expect_usage(RUN("run", f, "--bogus"), "tilec run: unknown option '--bogus'");
@@ -782,8 +862,8 @@ Test(cli, run_buffer_shapes_are_checked_before_multiplying) {
   /* Four sizes of 2^40 multiply past 2^63: a usage error, not an overflow. */
   const char *f = write_file("spin.tile", spin_src);
   expect_usage(RUN("run", f, "--grid", "1", "--arg", "z=zeros:1099511627776x1099511627776x1099511627776"),
-               "tilec run: bad buffer for 'z' (expected rand:N, zeros:N, range:N or file:PATH; descriptors need a "
-               "shape of their rank, e.g. rand:64x32)");
+               "tilec run: bad buffer for 'z' (expected rand:N, zeros:N, range:N, file:PATH or file:SHAPE:PATH; "
+               "descriptors need a shape of their rank, e.g. rand:64x32 or file:64x32:PATH)");
 }
 
 /* ---- inputs and echoed arguments ------------------------------------------- */
