@@ -95,6 +95,8 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
   c->src.text = text;
   c->src.len = len;
   diags_init(&c->diags, &c->arena, &c->src);
+  c->diags.warnings_off = o->no_warnings;
+  c->diags.warnings_are_errors = o->warnings_are_errors;
 
   c->tokens = lex_terminated(&c->src, &c->arena, &c->diags);
   c->prog = parse(&c->tokens, &c->arena, &c->diags);
@@ -107,6 +109,7 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
   specialize_all(c, o);
   if (!stage_ok(c)) return c;
   optimize(c, o);
+  if (stage_ok(c)) warn_unused(c->prog, &c->diags);
   return c;
 }
 

@@ -32,6 +32,8 @@ static const char usage_text[] =
     "  --color=WHEN           colours in diagnostics: auto (default: on a terminal, unless\n"
     "                         NO_COLOR is set or TERM is dumb), always, never\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
+    "  -Werror                every warning is an error\n"
+    "  -w                     no warnings\n"
     "  -Werror=spills         register spills are errors, not warnings (compiles to a cubin\n"
     "                         to find them)\n"
     "  -g, --debug-barriers   mbarrier waits give up after 2 s and trap, printing the kernel,\n"
@@ -144,6 +146,7 @@ typedef struct Options {
   tc_define defines[CLI_MAX_DEFINES];
   int ndefines;
   bool no_opt, verify_each;
+  bool werror, no_warnings;
   bool stdout_dash; /* -o -: stdout */
 } Options;
 
@@ -232,6 +235,10 @@ static int parse_options(int argc, char **argv, Options *o) {
       o->verbose = true;
     } else if (!strcmp(a, "-Werror=spills")) {
       o->werror_spills = true;
+    } else if (!strcmp(a, "-Werror")) {
+      o->werror = true;
+    } else if (!strcmp(a, "-w")) {
+      o->no_warnings = true;
     } else if (!strcmp(a, "-g") || !strcmp(a, "--debug-barriers")) {
       o->debug_barriers = true;
     } else if (!strcmp(a, "--embed")) {
@@ -395,7 +402,9 @@ static int compile_file(const Options *o) {
   size_t len;
   char *src = cli_read_source(o->file, &len);
   if (!src) return EXIT_USAGE;
-  tc_options opt = {o->kernel, o->defines, o->ndefines, o->no_opt, o->verify_each};
+  tc_options opt = {.kernel = o->kernel, .defines = o->defines, .ndefines = o->ndefines, .no_opt = o->no_opt,
+                    .verify_each_pass = o->verify_each, .warnings_are_errors = o->werror,
+                    .no_warnings = o->no_warnings};
   tc_compilation *c = tc_compile(strcmp(o->file, "-") ? o->file : STDIN_NAME, src, len, &opt);
   free(src);
   if (!c) {

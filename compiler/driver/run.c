@@ -476,7 +476,7 @@ int cli_run(int argc, char **argv) {
     size_t len;
     char *src = cli_read_source(o.file, &len);
     if (src) {
-      tc_options opt = {o.kernel, o.defines, o.ndefines, o.no_opt, false};
+      tc_options opt = {.kernel = o.kernel, .defines = o.defines, .ndefines = o.ndefines, .no_opt = o.no_opt};
       tc_compilation *c = tc_compile(o.file, src, len, &opt);
       free(src);
       if (!c) {

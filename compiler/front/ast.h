@@ -209,6 +209,8 @@ struct Item {
 typedef struct Program {
   Item **items;
   int nitems;
+  Symbol **unused; /* set by the resolver: let/var bindings nothing reads */
+  int nunused;
 } Program;
 
 /* Prints the tree as indented S-expressions (--emit=ast). */

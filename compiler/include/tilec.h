@@ -38,6 +38,8 @@ typedef struct tc_options {
   int ndefines;
   bool no_opt;                 /* skip the IR optimization passes */
   bool verify_each_pass;       /* run the IR verifier after every pass */
+  bool warnings_are_errors;    /* tilec -Werror: every warning is an error */
+  bool no_warnings;            /* tilec -w: no warnings */
 } tc_options;
 
 /* Largest source text tc_compile accepts (64 MiB); a longer one gives one

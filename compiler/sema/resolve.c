@@ -48,6 +48,8 @@ typedef struct Resolver {
   Item *item;
   CallEdge *edges;
   int nedges, capedges;
+  Program *prog;
+  int nunused, capunused; /* prog->unused */
 } Resolver;
 
 static Symbol *new_symbol(Resolver *r, SymKind kind, const char *name, SrcLoc loc) {
@@ -69,6 +71,20 @@ static int scope_push(Resolver *r) {
 /* Closes the declarations above stack position `height`, innermost first,
  * giving the map back the names they shadowed. */
 static void scope_truncate(Resolver *r, int height) {
+  /* a let/var nothing read (a name starting with _ says so on purpose),
+   * in the order of the source */
+  for (int i = height; i < r->nstack; i++) {
+    Symbol *s = r->stack[i]->sym;
+    if (s->is_binding && !s->used && s->name[0] != '_') {
+      if (r->nunused == r->capunused) {
+        int cap = r->capunused ? r->capunused * 2 : 16;
+        r->prog->unused = arena_grow(r->arena, r->prog->unused, sizeof(Symbol *), (size_t)r->capunused, (size_t)cap);
+        r->capunused = cap;
+      }
+      r->prog->unused[r->nunused++] = s;
+      r->prog->nunused = r->nunused;
+    }
+  }
   while (r->nstack > height) {
     ScopeEntry *e = r->stack[--r->nstack];
     strmap_put(&r->locals, e->name, e->shadowed);
@@ -333,6 +349,7 @@ static void resolve_expr(Resolver *r, Expr *e) {
   case EX_INT: case EX_FLOAT: case EX_BOOL: case EX_STRING: case EX_SLICE: case EX_NONE: break;
   case EX_NAME: {
     Symbol *s = lookup(r, e->name.name);
+    if (s) s->used = true;
     if (!s) {
       diag_error(r->diags, e->loc, "unknown name '%s'", e->name.name);
       suggest(r, e->name.name, SUGGEST_VALUE, e->loc);
@@ -446,6 +463,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, StmtContext ctx, bool may_return)
     resolve_type(r, s->let.type);
     s->let.sym = declare_local(r, s->let.name, s->let.name_loc);
     s->let.sym->is_var = s->let.is_var;
+    s->let.sym->is_binding = true;
     break;
   case ST_ASSIGN: resolve_assign(r, s); break;
   case ST_EXPR: resolve_expr(r, s->expr); break;
@@ -643,6 +661,9 @@ bool resolve_program(Program *prog, Arena *arena, Diags *diags) {
   Resolver r = {0};
   r.arena = arena;
   r.diags = diags;
+  r.prog = prog;
+  prog->unused = NULL;
+  prog->nunused = 0;
   int errors_before = diags->errors;
   strmap_init(&r.globals, arena);
   strmap_init(&r.locals, arena);
@@ -655,4 +676,12 @@ bool resolve_program(Program *prog, Arena *arena, Diags *diags) {
   if (!any_kernel && diags->errors == 0)
     diag_error(diags, (SrcLoc){1, 1}, "no kernel in this file");
   return diags->errors == errors_before;
+}
+
+void warn_unused(const Program *prog, Diags *diags) {
+  for (int i = 0; i < prog->nunused; i++) {
+    const Symbol *s = prog->unused[i];
+    diag_warning(diags, s->loc, "unused %s '%s' (its value is never read; call it '_%s' if that is meant)",
+                 s->is_var ? "variable" : "value", s->name, s->name);
+  }
 }

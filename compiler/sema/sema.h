@@ -101,6 +101,8 @@ struct Symbol {
   int id;       /* builtin id, builtin const, or ScalarKind */
   bool is_var;  /* declared with var: may be assigned */
   bool is_param, is_const_param, is_loop_var;
+  bool is_binding; /* declared by let or var (warned about when unused) */
+  bool used;       /* SYM_LOCAL: read somewhere in its scope */
   Item *item;   /* SYM_FN, SYM_KERNEL, SYM_GLOBAL_CONST (id: the item's index) */
 };
 
@@ -112,6 +114,10 @@ typedef struct ConstDef {
 
 /* Resolves names in the whole program; returns false on errors. */
 bool resolve_program(Program *prog, Arena *arena, Diags *diags);
+/* Warnings for the let/var bindings nothing reads (resolve_program found
+ * them); the compiler gives them only to programs without errors, where
+ * they do not bury the errors. */
+void warn_unused(const Program *prog, Diags *diags);
 
 /* Specializes `kernel` for the given const values and appends the IR
  * function to `m`. Returns NULL on errors (reported to diags). */

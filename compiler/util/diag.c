@@ -55,10 +55,21 @@ void diag_error(Diags *d, SrcLoc loc, const char *fmt, ...) {
 }
 
 void diag_warning(Diags *d, SrcLoc loc, const char *fmt, ...) {
+  if (d->warnings_off) return;
+  int before = d->count;
   va_list ap;
   va_start(ap, fmt);
-  diag_add(d, DIAG_WARNING, loc, fmt, ap);
+  diag_add(d, d->warnings_are_errors ? DIAG_ERROR : DIAG_WARNING, loc, fmt, ap);
   va_end(ap);
+  if (d->warnings_are_errors && d->count > before) {
+    Diag *last = &d->items[d->count - 1];
+    static const char tag[] = " [-Werror]";
+    size_t n = strlen(last->msg);
+    char *msg = arena_alloc(d->arena, n + sizeof tag);
+    memcpy(msg, last->msg, n);
+    memcpy(msg + n, tag, sizeof tag);
+    last->msg = msg;
+  }
 }
 
 void diag_note(Diags *d, SrcLoc loc, const char *fmt, ...) {

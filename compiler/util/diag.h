@@ -71,6 +71,8 @@ typedef struct Diags {
   int count, cap;
   int errors;
   bool truncated; /* DIAG_MAX_ERRORS reached */
+  bool warnings_off;        /* tilec -w: warnings are dropped */
+  bool warnings_are_errors; /* tilec -Werror: each warning is an error */
 } Diags;
 
 void diags_init(Diags *d, Arena *arena, const Source *src);

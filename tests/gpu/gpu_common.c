@@ -128,7 +128,7 @@ static bool build_text(Gpu *g, const char *relpath, const char *src, size_t len,
   tc_define defs[32];
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
-  tc_options opt = {kernel, defs, n, false, false};
+  tc_options opt = {.kernel = kernel, .defines = defs, .ndefines = n};
   double t0 = now_ms();
   v->comp = tc_compile(relpath, src, len, &opt);
   bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, go);

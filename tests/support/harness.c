@@ -46,7 +46,7 @@ tc_compilation *harness_compile(const char *relpath, const char *kernel, const c
   tc_define defs[32];
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
-  tc_options opt = {kernel, defs, n, false, true};
+  tc_options opt = {.kernel = kernel, .defines = defs, .ndefines = n, .verify_each_pass = true};
   tc_compilation *c = tc_compile(relpath, src, len, &opt);
   cr_assert(tc_error_count(c) == 0, "compiling %s failed:\n%s", relpath, tc_diagnostics(c));
   if (!kernel && tc_kernel_count(c) > 1) { /* the file's first kernel */

@@ -360,16 +360,58 @@ Test(cli, unknown_kernel_is_a_source_error) {
 }
 
 Test(cli, emit_ast_and_tokens) {
-  const char *f = write_file("small.tile", "kernel k(n: i32) { let x = n + 1; }\n");
+  const char *f = write_file("small.tile", "kernel k(n: i32) { let _x = n + 1; }\n");
   Result r = RUN(f, "--emit=ast");
   expect_status(&r, 0);
-  cr_expect_str_eq(r.out, "(kernel k (n i32)\n  (let x _ (+ n 1))\n)\n");
+  cr_expect_str_eq(r.out, "(kernel k (n i32)\n  (let _x _ (+ n 1))\n)\n");
   cr_expect_str_eq(r.err, "");
   result_free(&r);
   r = RUN(f, "--emit=tokens");
   expect_status(&r, 0);
   cr_expect(starts_with(r.out, "1:1 KW_KERNEL kernel\n1:8 IDENT k\n1:9 LPAREN (\n"), "stdout:\n%s", r.out);
-  cr_expect(strstr(r.out, "1:32 INT 1\n") && strstr(r.out, "2:1 EOF\n"), "stdout:\n%s", r.out);
+  cr_expect(strstr(r.out, "1:33 INT 1\n") && strstr(r.out, "2:1 EOF\n"), "stdout:\n%s", r.out);
+  result_free(&r);
+}
+
+/* Unused let/var bindings: a warning (exit 0), an error under -Werror,
+ * nothing under -w or for a name starting with '_'; none when the file
+ * has errors (they would bury them). */
+static const char unused_src[] = "kernel k(p: *f32) {\n"
+                                 "    let a = 1.0;\n"
+                                 "    var b = 2.0;\n"
+                                 "    let _c = 3;\n"
+                                 "    let d = 4.0;\n"
+                                 "    store(p + arange(0, 4), d);\n"
+                                 "}\n";
+
+Test(cli, unused_values_warn_and_werror_makes_them_errors) {
+  const char *f = write_file("unused.tile", unused_src);
+  char a[256], b[256];
+  snprintf(a, sizeof a, "%s:2:9: warning: unused value 'a' (its value is never read; call it '_a' if that is meant)\n",
+           f);
+  snprintf(b, sizeof b, "%s:3:9: warning: unused variable 'b' (its value is never read; call it '_b' if that is meant)\n",
+           f);
+  Result r = RUN(f);
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.err, a) && strstr(r.err, b) && strstr(r.err, a) < strstr(r.err, b), "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, "'_c'") == NULL && strstr(r.err, "'d'") == NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+  r = RUN(f, "-Werror", "--emit=ir");
+  expect_status(&r, 1);
+  snprintf(a, sizeof a, "%s:2:9: error: unused value 'a' (its value is never read; call it '_a' if that is meant) [-Werror]\n",
+           f);
+  cr_expect(starts_with(r.err, a), "stderr:\n%s", r.err);
+  cr_expect_str_eq(r.out, "", "no output after an error");
+  result_free(&r);
+  r = RUN(f, "-w");
+  expect_status(&r, 0);
+  cr_expect_str_eq(r.err, "");
+  result_free(&r);
+  /* with an error in the file: only the error */
+  const char *g = write_file("unused_bad.tile", "kernel k(p: *f32) {\n    let a = 1.0;\n    let b = q;\n}\n");
+  r = RUN(g);
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "unknown name 'q'") != NULL && strstr(r.err, "warning") == NULL, "stderr:\n%s", r.err);
   result_free(&r);
 }
 
@@ -399,14 +441,14 @@ Test(cli, emit_ir) {
 }
 
 Test(cli, output_file) {
-  const char *f = write_file("small.tile", "kernel k(n: i32) { let x = n + 1; }\n");
+  const char *f = write_file("small.tile", "kernel k(n: i32) { let _x = n + 1; }\n");
   const char *o = tmp_path("out.ast");
   Result r = RUN(f, "--emit=ast", "-o", o);
   expect_status(&r, 0);
   cr_expect_str_eq(r.out, "");
   char *text = read_file(o, NULL);
   cr_assert_not_null(text, "no output file");
-  cr_expect_str_eq(text, "(kernel k (n i32)\n  (let x _ (+ n 1))\n)\n");
+  cr_expect_str_eq(text, "(kernel k (n i32)\n  (let _x _ (+ n 1))\n)\n");
   free(text);
   result_free(&r);
 }

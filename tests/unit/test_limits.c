@@ -41,7 +41,7 @@ static double seconds_now(void) {
 static tc_compilation *compile_timed(const char *src, size_t len, const char *define_name, const char *define_value) {
   if (len == SIZE_MAX) len = strlen(src);
   tc_define d = {define_name, define_value};
-  tc_options opt = {NULL, &d, define_name ? 1 : 0, false, false};
+  tc_options opt = {.defines = &d, .ndefines = define_name ? 1 : 0};
   double t0 = seconds_now();
   tc_compilation *c = tc_compile("t.tile", src, len, &opt);
   double t = seconds_now() - t0;
@@ -69,7 +69,7 @@ static void expect_first_error(const char *src, size_t len, const char *want) {
 /* Compiles src, which must be free of errors, and returns its IR
  * (malloc'd): optimized, or with -O0 as the specializer made it. */
 static char *ir_of(const char *src, size_t len, bool optimize) {
-  tc_options opt = {NULL, NULL, 0, !optimize, true};
+  tc_options opt = {.no_opt = !optimize, .verify_each_pass = true};
   double t0 = seconds_now();
   tc_compilation *c = tc_compile("t.tile", src, len == SIZE_MAX ? strlen(src) : len, &opt);
   double t = seconds_now() - t0;

@@ -10,7 +10,7 @@
 
 /* First line of the diagnostics (malloc'd), "" when there are none. */
 static char *first_error(const char *src, const tc_define *defs, int ndefs) {
-  tc_options opt = {NULL, defs, ndefs, false, false};
+  tc_options opt = {.defines = defs, .ndefines = ndefs};
   tc_compilation *c = tc_compile("t.tile", src, strlen(src), &opt);
   const char *d = tc_diagnostics(c);
   size_t n = strcspn(d, "\n");
@@ -187,7 +187,7 @@ Test(regressions, too_many_errors_line_for_every_stage) {
 
 Test(regressions, define_integers_are_decimal) {
   const tc_define d[] = {{"N", "010"}};
-  tc_options opt = {NULL, d, 1, false, false};
+  tc_options opt = {.defines = d, .ndefines = 1};
   const char *src = "kernel k(p: *i32, const N: i32 = 1) { store(p, N); }";
   tc_compilation *c = tc_compile("t.tile", src, strlen(src), &opt);
   char *ir = tc_emit(c, TC_EMIT_IR);

@@ -17,7 +17,7 @@ static const char *const kernel_files[] = {
 static void check_roundtrip(const char *path, bool no_opt, const tc_define *defs, int ndefs) {
   size_t len;
   char *src = harness_read_source(path, &len);
-  tc_options opt = {NULL, defs, ndefs, no_opt, true};
+  tc_options opt = {.defines = defs, .ndefines = ndefs, .no_opt = no_opt, .verify_each_pass = true};
   tc_compilation *c = tc_compile(path, src, len, &opt);
   free(src);
   cr_assert(tc_error_count(c) == 0, "%s:\n%s", path, tc_diagnostics(c));
