@@ -453,9 +453,9 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
     free(err);
   }
   /* after a run, also a failed one: what was written before the error */
+  bool dump = o->dump && (rc == EXIT_OK || failed_run);
   for (int i = 0; i < n; i++) {
-    if ((rc == EXIT_OK || failed_run) && bufs[i].data && o->dump &&
-        !dump_buffer(o->dump, tc_param_get(c, k, i).name, &bufs[i]) && rc == EXIT_OK)
+    if (dump && bufs[i].data && !dump_buffer(o->dump, tc_param_get(c, k, i).name, &bufs[i]) && rc == EXIT_OK)
       rc = EXIT_USAGE;
     free(bufs[i].data);
   }

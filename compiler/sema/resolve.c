@@ -49,7 +49,7 @@ typedef struct Resolver {
   CallEdge *edges;
   int nedges, capedges;
   Program *prog;
-  int nunused, capunused; /* prog->unused */
+  int capunused; /* of prog->unused */
 } Resolver;
 
 static Symbol *new_symbol(Resolver *r, SymKind kind, const char *name, SrcLoc loc) {
@@ -76,13 +76,12 @@ static void scope_truncate(Resolver *r, int height) {
   for (int i = height; i < r->nstack; i++) {
     Symbol *s = r->stack[i]->sym;
     if (s->is_binding && !s->used && s->name[0] != '_') {
-      if (r->nunused == r->capunused) {
+      if (r->prog->nunused == r->capunused) {
         int cap = r->capunused ? r->capunused * 2 : 16;
         r->prog->unused = arena_grow(r->arena, r->prog->unused, sizeof(Symbol *), (size_t)r->capunused, (size_t)cap);
         r->capunused = cap;
       }
-      r->prog->unused[r->nunused++] = s;
-      r->prog->nunused = r->nunused;
+      r->prog->unused[r->prog->nunused++] = s;
     }
   }
   while (r->nstack > height) {

@@ -84,6 +84,13 @@ static char *read_file(const char *path, size_t *len) {
   return buf;
 }
 
+/* Element i of a dumped f32 buffer. */
+static float float_at(const char *buf, int i) {
+  float v;
+  memcpy(&v, buf + 4 * i, sizeof v);
+  return v;
+}
+
 static void setup(void) {
   strcpy(tmpdir, "/tmp/tilec_cli_XXXXXX");
   cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp failed");
@@ -680,8 +687,7 @@ Test(cli, run_dump_and_seed) {
   cr_expect_eq(len, 100 * sizeof(float));
   /* y = range: z[i] - i is x[i], in [-1, 1). */
   for (int i = 0; i < 100 && len == 400; i++) {
-    float v;
-    memcpy(&v, z + 4 * i, 4);
+    float v = float_at(z, i);
     cr_expect(v - (float)i >= -1.0f && v - (float)i < 1.0f, "z[%d] = %g", i, v);
   }
   free(z);
@@ -739,11 +745,8 @@ Test(cli, run_dump_after_a_failed_run) {
   char *z = read_file(zbin, &len);
   cr_assert_not_null(z, "no %s after the failed run", zbin);
   cr_expect_eq(len, 10 * sizeof(float));
-  for (int i = 0; i < 4 && len == 40; i++) {
-    float v;
-    memcpy(&v, z + 4 * i, 4);
-    cr_expect_eq(v, 7.0f, "z[%d] = %g: the store before the error is in the dump", i, v);
-  }
+  for (int i = 0; i < 4 && len == 40; i++)
+    cr_expect_eq(float_at(z, i), 7.0f, "z[%d] = %g: the store before the error is in the dump", i, float_at(z, i));
   free(z);
   result_free(&r);
 }
@@ -777,11 +780,8 @@ Test(cli, run_descriptor_from_a_file) {
   char *d = read_file(dbin, &len);
   cr_assert_not_null(d);
   cr_expect_eq(len, sizeof data);
-  for (int i = 0; i < 32 && len == sizeof data; i++) {
-    float v;
-    memcpy(&v, d + 4 * i, 4);
-    cr_expect_eq(v, 2.0f * data[i], "dst[%d] = %g", i, v);
-  }
+  for (int i = 0; i < 32 && len == sizeof data; i++)
+    cr_expect_eq(float_at(d, i), 2.0f * data[i], "dst[%d] = %g", i, float_at(d, i));
   free(d);
   result_free(&r);
   /* a size that is not the shape's */
