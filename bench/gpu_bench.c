@@ -722,20 +722,21 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
 /* lang/std/gemm_ws.tile (warp-specialized) with bf16 C: persistent (a
  * grid of min(tiles, SMs)) or one program per tile. */
 static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent,
-                               bool pingpong, int group_m) {
-  char dm[16], dn[16], dk[16], ds[16], dc[16], dg[16], label[96];
+                               bool pingpong, int group_m, int cluster) {
+  char dm[16], dn[16], dk[16], ds[16], dc[16], dg[16], dcl[16], label[112];
   snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(ds, sizeof ds, "%d", stages);
   snprintf(dc, sizeof dc, "%d", consumers), snprintf(dk, sizeof dk, "%d", bk);
-  snprintf(dg, sizeof dg, "%d", group_m);
-  const char *defs[] = {"T",         "bf16", "TC",     "bf16", "BLOCK_M",   dm, "BLOCK_N", dn, "BLOCK_K",
-                        dk,          "STAGES", ds,     "CONSUMERS", dc, "GROUP_M", dg, NULL};
-  if (!group_m) defs[14] = NULL; /* the kernel's default */
+  snprintf(dg, sizeof dg, "%d", group_m), snprintf(dcl, sizeof dcl, "%d", cluster);
+  const char *defs[] = {"T",      "bf16", "TC",        "bf16", "BLOCK_M", dm,      "BLOCK_N", dn, "BLOCK_K", dk,
+                        "STAGES", ds,     "CONSUMERS", dc,     "CLUSTER", dcl,     "GROUP_M", dg, NULL};
+  if (!group_m) defs[16] = NULL; /* the kernel's default */
   snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s%s", bm, bn, bk, stages, consumers,
            persistent ? " persistent" : "", pingpong ? " ping-pong" : "");
   if (group_m) snprintf(label + strlen(label), sizeof label - strlen(label), " GROUP_M %d", group_m);
+  if (cluster > 1) snprintf(label + strlen(label), sizeof label - strlen(label), " cluster %d", cluster);
   TileGemm k;
   memset(&k, 0, sizeof k);
-  if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS (nor, then, a GROUP_M define) */
+  if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS (nor, then, CLUSTER or GROUP_M) */
   if (!variant_build_kernel(p->g, "lang/std/gemm_ws.tile", pingpong ? "gemm_ws_pingpong" : "gemm_ws", defs, &k.v))
     return;
   k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
@@ -745,11 +746,20 @@ static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stage
   k.args[k.nargs++] = tile_arg_i32(p->m);
   k.args[k.nargs++] = tile_arg_i32(p->n);
   k.args[k.nargs++] = tile_arg_i32(p->k);
-  uint32_t tiles = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
-  uint32_t sms = (uint32_t)p->g->props.sm_count;
-  k.grid[0] = persistent && sms < tiles ? sms : tiles;
+  /* a cluster takes `cluster` tiles stacked along m; persistent: as many
+   * programs as run at once */
+  uint32_t C = (uint32_t)cluster;
+  uint32_t tiles = C * (uint32_t)(((p->m + C * bm - 1) / (C * bm)) * ((p->n + bn - 1) / bn));
+  uint32_t resident = 0;
+  if (tile_kernel_resident_programs(k.v.kernel, &resident) != TILE_OK) {
+    printf("%s: %s\n", label, tile_last_error());
+    variant_free(&k.v);
+    return;
+  }
+  k.grid[0] = persistent && resident < tiles ? resident : tiles;
   k.grid[1] = k.grid[2] = 1;
   double ms = time_ms(p->g, do_tile_gemm, &k);
+  snprintf(label + strlen(label), sizeof label - strlen(label), " (%u programs)", k.grid[0]);
   gemm_report(p, label, GEMM_BF16, ms, p->c);
   variant_free(&k.v);
 }
@@ -770,16 +780,23 @@ static void bench_gemm_kernels(GemmProblem *p) {
   static const struct {
     int bm, bn, bk, stages, consumers;
     bool persistent, pingpong;
-    int group_m;
+    int group_m, cluster;
   } ws[] = {
-      {128, 256, 64, 4, 2, false, false, 0}, {128, 256, 64, 4, 2, true, false, 0}, {128, 256, 64, 3, 2, true, false, 0},
-      {128, 128, 64, 4, 2, true, false, 0},  {128, 128, 64, 4, 2, true, true, 0},  {128, 128, 64, 5, 2, true, true, 0},
-      {128, 256, 64, 4, 2, true, false, 1},  {128, 256, 64, 4, 2, true, false, 4}, {128, 256, 64, 4, 2, true, false, 16},
-      {256, 128, 64, 3, 2, true, false, 0},  {256, 128, 64, 3, 2, true, false, 16},
+      {128, 256, 64, 4, 2, false, false, 0, 1}, {128, 256, 64, 4, 2, true, false, 0, 1},
+      {128, 256, 64, 3, 2, true, false, 0, 1},  {128, 128, 64, 4, 2, true, false, 0, 1},
+      {128, 128, 64, 4, 2, true, true, 0, 1},   {128, 128, 64, 5, 2, true, true, 0, 1},
+      {128, 256, 64, 4, 2, true, false, 1, 1},  {128, 256, 64, 4, 2, true, false, 4, 1},
+      {128, 256, 64, 4, 2, true, false, 16, 1}, {256, 128, 64, 3, 2, true, false, 0, 1},
+      {256, 128, 64, 3, 2, true, false, 16, 1}, {128, 256, 64, 4, 2, true, false, 0, 2},
+      {128, 256, 64, 4, 2, true, false, 16, 2}, {128, 256, 64, 4, 2, false, false, 0, 2},
+      {128, 256, 64, 3, 2, true, false, 0, 2},  {128, 128, 64, 4, 2, true, false, 0, 2},
+      {128, 128, 64, 6, 2, true, false, 0, 1},  {128, 128, 64, 6, 2, true, false, 0, 2},
+      {128, 256, 32, 8, 2, true, false, 0, 1},  {128, 256, 32, 8, 2, true, false, 0, 2},
+      {128, 256, 32, 8, 2, true, false, 16, 1},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,
-                       ws[i].pingpong, ws[i].group_m);
+                       ws[i].pingpong, ws[i].group_m, ws[i].cluster);
 }
 
 /* ---- GEMM + bias + activation: fused against cuBLAS and a kernel ---- */

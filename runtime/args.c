@@ -367,6 +367,12 @@ static tile_status check_grid(const tile_kernel_info *info, const uint32_t grid[
                   grid[d] < 1 ? 1u : max_grid[d]);
     return TILE_ERROR_INVALID_ARGUMENT;
   }
+  if (info->cluster > 1 && grid[0] % (uint32_t)info->cluster) {
+    tilert_format(msg, msg_size,
+                  "grid (%u, %u, %u) of kernel '%s': size in x is %u, not a multiple of its cluster size %d", grid[0],
+                  grid[1], grid[2], info->name, grid[0], info->cluster);
+    return TILE_ERROR_INVALID_ARGUMENT;
+  }
   return TILE_OK;
 }
 

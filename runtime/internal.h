@@ -109,6 +109,10 @@ void tilert_free(const tilert_allocator *a, void *ptr, size_t size);
   X(func_set_attribute, PFN_cuFuncSetAttribute_v9000, "cuFuncSetAttribute", NULL, true)               \
   X(func_get_param_info, PFN_cuFuncGetParamInfo_v12040, "cuFuncGetParamInfo", NULL, false)            \
   X(launch_kernel, PFN_cuLaunchKernel_v4000, "cuLaunchKernel", NULL, true)                            \
+  X(occupancy_max_blocks, PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050,                       \
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL, true)                                        \
+  X(occupancy_max_clusters, PFN_cuOccupancyMaxActiveClusters_v11070, "cuOccupancyMaxActiveClusters",   \
+    NULL, false)                                                                                      \
   X(mem_alloc, PFN_cuMemAlloc_v3020, "cuMemAlloc_v2", NULL, true)                                     \
   X(mem_free, PFN_cuMemFree_v3020, "cuMemFree_v2", NULL, true)                                        \
   X(memcpy_htod, PFN_cuMemcpyHtoD_v3020, "cuMemcpyHtoD_v2", NULL, true)                               \

@@ -77,3 +77,43 @@ tile_status tile_launch_unchecked(const tile_kernel *k, const uint32_t grid[3], 
   if (r != CUDA_SUCCESS) return launch_failed(k, r, grid, block, shared_bytes);
   return TILE_OK;
 }
+
+/* How many programs can run at once: blocks per SM times SMs, or for a
+ * kernel launched in clusters, the clusters that fit at once (clusters
+ * must sit in one GPC each, so not every SM may get one) times their size. */
+tile_status tile_kernel_resident_programs(const tile_kernel *k, uint32_t *programs) {
+  if (!k || !programs)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_kernel_resident_programs: %s is NULL", !k ? "kernel" : "programs");
+  *programs = 0;
+  const tile_runtime *rt = k->rt;
+  tile_status st = tilert_bind(rt);
+  if (st != TILE_OK) return st;
+  int cluster = k->info ? k->info->cluster : 1;
+  if (cluster > 1) {
+    if (!rt->drv.occupancy_max_clusters)
+      return tilert_rt_fail(rt, TILE_ERROR_UNSUPPORTED, "kernel '%s': the driver has no cuOccupancyMaxActiveClusters",
+                            k->name);
+    CUlaunchConfig cfg = {0};
+    cfg.gridDimX = (unsigned)cluster * (unsigned)rt->props.sm_count;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = k->block_x;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = k->shared_bytes;
+    int n = 0;
+    CUresult r = rt->drv.occupancy_max_clusters(&n, k->func, &cfg);
+    if (r != CUDA_SUCCESS)
+      return tilert_cu_fail(rt, r, TILE_ERROR_LAUNCH, "kernel '%s': cuOccupancyMaxActiveClusters failed", k->name);
+    *programs = (uint32_t)n * (uint32_t)cluster;
+  } else {
+    int n = 0;
+    CUresult r = rt->drv.occupancy_max_blocks(&n, k->func, (int)k->block_x, k->shared_bytes);
+    if (r != CUDA_SUCCESS)
+      return tilert_cu_fail(rt, r, TILE_ERROR_LAUNCH, "kernel '%s': cuOccupancyMaxActiveBlocksPerMultiprocessor failed",
+                            k->name);
+    *programs = (uint32_t)n * (uint32_t)rt->props.sm_count;
+  }
+  if (!*programs)
+    return tilert_rt_fail(rt, TILE_ERROR_UNSUPPORTED, "kernel '%s' does not fit on the device (no program can run)",
+                          k->name);
+  return TILE_OK;
+}

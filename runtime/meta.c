@@ -43,6 +43,9 @@
  * Hopper): a larger number is garbage, not a kernel the device rejects. */
 #define META_MAX_SHARED (16u * 1024u * 1024u)
 
+/* Programs per cluster: 8 is the portable cluster size of sm_90. */
+#define META_MAX_CLUSTER 8
+
 /* Alignment facts beyond a page are promises no allocator keeps. */
 #define META_MAX_ALIGN 4096
 
@@ -120,7 +123,7 @@ typedef struct meta_parser {
   int param_capacity;
   tile_const_info *consts;
   int const_capacity;
-  bool seen_name, seen_warps, seen_shared, seen_end;
+  bool seen_name, seen_warps, seen_shared, seen_cluster, seen_end;
 } meta_parser;
 
 static tile_status meta_error(const meta_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -244,27 +247,36 @@ static tile_status parse_name(meta_parser *p) {
   return TILE_OK;
 }
 
+/* A line "KEY N" that may appear once, N in [lo, hi]. */
+static tile_status parse_number_line(meta_parser *p, bool *seen, const char *usage, const char *what, uint64_t lo,
+                                     uint64_t hi, uint64_t *v) {
+  if (*seen) return meta_error(p, "second '%s' line", p->fields[0]);
+  tile_status st = expect_fields(p, 2, usage);
+  if (st == TILE_OK) st = number_field(p, 1, what, lo, hi, v);
+  if (st == TILE_OK) *seen = true;
+  return st;
+}
+
 static tile_status parse_warps(meta_parser *p) {
-  if (p->seen_warps) return meta_error(p, "second 'warps' line");
-  tile_status st = expect_fields(p, 2, "warps N");
   uint64_t v = 0;
-  if (st == TILE_OK) st = number_field(p, 1, "warp count", 1, META_MAX_WARPS, &v);
-  if (st != TILE_OK) return st;
+  tile_status st = parse_number_line(p, &p->seen_warps, "warps N", "warp count", 1, META_MAX_WARPS, &v);
   p->info->warps = (int)v;
   p->info->threads = 32 * (int)v;
-  p->seen_warps = true;
-  return TILE_OK;
+  return st;
 }
 
 static tile_status parse_shared(meta_parser *p) {
-  if (p->seen_shared) return meta_error(p, "second 'shared' line");
-  tile_status st = expect_fields(p, 2, "shared BYTES");
   uint64_t v = 0;
-  if (st == TILE_OK) st = number_field(p, 1, "shared memory size", 0, META_MAX_SHARED, &v);
-  if (st != TILE_OK) return st;
+  tile_status st = parse_number_line(p, &p->seen_shared, "shared BYTES", "shared memory size", 0, META_MAX_SHARED, &v);
   p->info->shared_bytes = (unsigned)v;
-  p->seen_shared = true;
-  return TILE_OK;
+  return st;
+}
+
+static tile_status parse_cluster(meta_parser *p) {
+  uint64_t v = 1;
+  tile_status st = parse_number_line(p, &p->seen_cluster, "cluster N", "cluster size", 1, META_MAX_CLUSTER, &v);
+  p->info->cluster = (int)v;
+  return st;
 }
 
 /* ---- parameters -------------------------------------------------------- */
@@ -528,6 +540,7 @@ static tile_status parse_item(meta_parser *p) {
   if (strcmp(key, "name") == 0) return parse_name(p);
   if (strcmp(key, "warps") == 0) return parse_warps(p);
   if (strcmp(key, "shared") == 0) return parse_shared(p);
+  if (strcmp(key, "cluster") == 0) return parse_cluster(p);
   if (strcmp(key, "param") == 0) return parse_param(p);
   if (strcmp(key, "const") == 0) return parse_const(p);
   if (strcmp(key, "end") == 0) return parse_end(p);
@@ -592,6 +605,7 @@ tile_status tilert_meta_parse(const tilert_allocator *a, const char *text, tile_
                    .const_capacity = nconsts};
   b->info.params = p.params;
   b->info.consts = p.consts;
+  b->info.cluster = 1;
   tile_status st = parse_lines(&p);
   if (st != TILE_OK) {
     tile_meta_free(&b->info);

@@ -217,11 +217,19 @@ typedef struct tile_kernel_info {
   const tile_param_info *params;
   int nconsts;
   const tile_const_info *consts;
+  int cluster;            /* programs per cluster along x (1: no clusters); grid x must be a multiple */
 } tile_kernel_info;
 
 /* The kernel's metadata, or NULL if its module has none for it. Valid until
  * the module is unloaded. */
 const tile_kernel_info *tile_kernel_get_info(const tile_kernel *k);
+
+/* How many programs of k run at the same time on its device (the grid of a
+ * persistent kernel): blocks per SM (registers, shared memory, threads)
+ * times the SMs, or for a kernel with a cluster line in its metadata, the
+ * clusters that fit at once (cuOccupancyMaxActiveClusters) times their
+ * size, a multiple of the cluster size as a grid must be. */
+tile_status tile_kernel_resident_programs(const tile_kernel *k, uint32_t *programs);
 
 /* The kernel's name as found in its module. */
 const char *tile_kernel_name(const tile_kernel *k);

@@ -33,6 +33,7 @@ char *kernel_meta_text(const Func *f, int warps, unsigned shared_bytes, const De
   StrBuf sb;
   sb_init(&sb);
   sb_printf(&sb, "tile-kernel 1\nname %s\nwarps %d\nshared %u\n", f->name, warps, shared_bytes);
+  if (func_cluster(f) > 1) sb_printf(&sb, "cluster %d\n", f->cluster);
   for (uint32_t i = 0; i < f->body.nargs; i++) {
     TType t = f->body.args[i].type;
     const ParamInfo *p = &f->params[i];
@@ -81,6 +82,37 @@ static void add_meta_global(LLVMModuleRef m, const char *kernel, const char *tex
   LLVMSetInitializer(g, init);
   LLVMSetGlobalConstant(g, 1);
   LLVMSetLinkage(g, LLVMExternalLinkage);
+}
+
+/* ---- clusters ---- */
+
+/* LLVM 19's NVPTX back end has no cluster annotation: the directive
+ * `.reqnctapercluster C, 1, 1` goes into the PTX text after the entry's
+ * `.maxntid` line (which every kernel has). */
+static bool add_cluster_directives(tc_compilation *c) {
+  for (int i = 0; i < c->module->nfuncs; i++) {
+    const Func *f = c->module->funcs[i];
+    if (func_cluster(f) == 1) continue;
+    char entry[600];
+    snprintf(entry, sizeof entry, ".entry %s(", f->name);
+    char *at = strstr(c->ptx, entry);
+    char *maxntid = at ? strstr(at, "\n.maxntid ") : NULL;
+    char *eol = maxntid ? strchr(maxntid + 1, '\n') : NULL;
+    if (!eol) {
+      diag_error(&c->diags, f->loc, "GPU back end: no .maxntid line for kernel '%s' in the PTX", f->name);
+      return false;
+    }
+    char line[64];
+    int n = snprintf(line, sizeof line, "\n.reqnctapercluster %d, 1, 1", f->cluster);
+    size_t head = (size_t)(eol - c->ptx), len = strlen(c->ptx);
+    char *ptx = malloc(len + (size_t)n + 1);
+    memcpy(ptx, c->ptx, head);
+    memcpy(ptx + head, line, (size_t)n);
+    memcpy(ptx + head + (size_t)n, c->ptx + head, len - head + 1);
+    free(c->ptx);
+    c->ptx = ptx;
+  }
+  return true;
 }
 
 /* ---- the pipeline ---- */
@@ -216,6 +248,8 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
     if (!(c->ptx = target_emit_ptx(&t, m, &err))) {
       report(c, "GPU back end", err);
       ok = false;
+    } else {
+      ok = add_cluster_directives(c);
     }
   }
   if (m) LLVMDisposeModule(m);

@@ -616,6 +616,10 @@ static bool check_grid(Interp *ip, const int64_t grid[3]) {
                          (long long)INTERP_MAX_GRID_DIM);
     ip->grid[d] = grid[d];
   }
+  int C = func_cluster(ip->func);
+  if (grid[0] % C)
+    return fail_kernel(ip, false, "grid size %lld in x is not a multiple of the cluster size %d (kernel '%s' has '@cluster(%d)')",
+                       (long long)grid[0], C, ip->func->name, C);
   return true;
 }
 

@@ -60,7 +60,10 @@
  *                    at once); initialized once when the kernel starts
  *   mbar_expect      (bars, i) {bytes}: one thread arrives on bars[i] and
  *                    announces `bytes` of transactions
- *   mbar_arrive      (bars, i): one thread of every warpgroup arrives
+ *   mbar_arrive      (bars, i) {cluster}: one thread of every warpgroup
+ *                    arrives; with cluster = C, on bars[i] of each of the
+ *                    C programs of its cluster (a ring that multicast
+ *                    copies fill: every program's copies land here)
  *   mbar_wait        (bars, i) {elected}: all threads (elected: only the
  *                    thread that issues TMA copies) wait for the next
  *                    phase of bars[i]; each thread counts the phases it
@@ -71,9 +74,13 @@
  *                    position p in [0, 2n) in the ring that bars guard
  *                    (slot p % n, phase p / n), starting at 0; advances
  *                    it by `advance` (mod 2n) afterwards
- *   tma_load         (buf, desc, bars, i, coords..): one thread copies the
- *                    box at coords into buf, completing on bars[i]
- *                    (elements outside the tensor become 0)
+ *   tma_load         (buf, desc, bars, i, coords..) {multicast}: one thread
+ *                    copies the box at coords into buf, completing on
+ *                    bars[i] (elements outside the tensor become 0); with
+ *                    multicast = C, every program of the cluster runs the
+ *                    same copy and each issues 1/C of its boxes, each box
+ *                    landing in buf and completing on bars[i] in all C
+ *                    programs
  *   tma_store        (desc, buf, coords..) {deferred}: one thread copies
  *                    buf into the tensor (clipped) and waits until buf has
  *                    been read (deferred: does not wait; tma_store_wait)
@@ -185,9 +192,16 @@ typedef struct Func {
   ConstInfo *consts;
   int nconsts;
   int warps; /* from @warps, 0 = default */
+  int cluster; /* from @cluster: programs per cluster along axis 0 (0 or 1: none) */
   WarpSpec ws;
   SrcLoc loc;
 } Func;
+
+/* The largest cluster: 8 programs is the portable cluster size of sm_90
+ * (larger ones need a non-portable opt-in and do not fit every GPC). */
+#define TILE_MAX_CLUSTER 8
+/* Programs per cluster of f (1 without @cluster). */
+static inline int func_cluster(const Func *f) { return f->cluster > 1 ? f->cluster : 1; }
 
 typedef struct Module {
   Arena *arena;

@@ -116,10 +116,10 @@
   X(SMEM_LOAD,    "smem_load",     1,  1, 0, OPF_GPU | OPF_READ, "")  \
   X(MBAR_ALLOC,   "mbar_alloc",    0,  1, 0, OPF_GPU | OPF_OPTATTR, "offset,count,first_parity")  \
   X(MBAR_EXPECT,  "mbar_expect",   2,  0, 0, OPF_GPU | OPF_WRITE, "bytes") \
-  X(MBAR_ARRIVE,  "mbar_arrive",   2,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(MBAR_ARRIVE,  "mbar_arrive",   2,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "cluster")  \
   X(MBAR_WAIT,    "mbar_wait",    -1,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "elected")  \
   X(RING_NEXT,    "ring_next",     2,  1, 0, OPF_GPU | OPF_WRITE, "")  \
-  X(TMA_LOAD,     "tma_load",     -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(TMA_LOAD,     "tma_load",     -1,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "multicast")  \
   X(TMA_STORE,    "tma_store",    -1,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "deferred")  \
   X(TMA_STORE_WAIT, "tma_store_wait", 1, 0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending")  \
   X(ASYNC_COPY,   "async_copy",   -1,  0, 0, OPF_GPU | OPF_WRITE, "")  \

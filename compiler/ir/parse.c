@@ -1214,14 +1214,14 @@ static void parse_warp_spec(Parser *p, WarpSpec *ws) {
   *ws = (WarpSpec){(int)v[0], (int)v[1], (int)v[2], (int)v[3]};
 }
 
-/* kernel @name(params) [consts(...)] [warps(N)] [warp_specialize(...)]
+/* kernel @name(params) [consts(...)] [warps(N)] [cluster(N)] [warp_specialize(...)]
  * [@L:C] { ops } */
 static void parse_kernel(Parser *p, Module *m) {
   TokList names = {0};
   TypeList types = {0};
   ParamList infos = {0};
   ConstList consts = {0};
-  int64_t warps = 0;
+  int64_t warps = 0, cluster = 1;
   WarpSpec ws = {0, 0, 0, 0};
   lex(p); /* 'kernel' */
   if (!expect_punct(p, '@')) return;
@@ -1241,6 +1241,10 @@ static void parse_kernel(Parser *p, Module *m) {
     if (!expect_punct(p, '(') || !parse_int_in(p, 0, INT32_MAX, &warps) || !expect_punct(p, ')'))
       return;
   }
+  if (at_word(p, "cluster")) {
+    lex(p);
+    if (!expect_punct(p, '(') || !parse_int_in(p, 1, TILE_MAX_CLUSTER, &cluster) || !expect_punct(p, ')')) return;
+  }
   if (at_word(p, "warp_specialize")) {
     lex(p);
     parse_warp_spec(p, &ws);
@@ -1252,6 +1256,7 @@ static void parse_kernel(Parser *p, Module *m) {
   f->consts = consts.items;
   f->nconsts = (int)consts.n;
   f->warps = (int)warps;
+  f->cluster = (int)cluster;
   f->ws = ws;
   reset_values(p);
   p->nparam_slots = PARSE_TABLE_INIT;

@@ -409,6 +409,7 @@ void ir_print_func(const Func *f, StrBuf *out) {
   print_params(&p);
   print_consts(&p);
   if (f->warps) sb_printf(out, " warps(%d)", f->warps);
+  if (func_cluster(f) > 1) sb_printf(out, " cluster(%d)", f->cluster);
   if (f->ws.producers)
     sb_printf(out, " warp_specialize(%d, %d, %d, %d)", f->ws.producers, f->ws.consumers,
               f->ws.producer_registers, f->ws.consumer_registers);

@@ -496,7 +496,12 @@ static void lower_op(Lower *L, const Op *op) {
   case OP_IF: lower_if(L, op); return;
   case OP_WHILE: lower_while(L, op); return;
   case OP_YIELD: return; /* handled by the parent */
-  case OP_RETURN: LLVMBuildRetVoid(L->b); return;
+  case OP_RETURN:
+    /* no program of a cluster leaves while another may still arrive on
+     * its barriers or copy into its shared memory */
+    if (func_cluster(L->f) > 1) lower_cluster_barrier(L);
+    LLVMBuildRetVoid(L->b);
+    return;
   case OP_STORE: lower_store(L, op); return;
   case OP_BLOCK_LOAD:
   case OP_BLOCK_STORE:

@@ -135,6 +135,9 @@ LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMT
 void mark_convergent(Lower *L, LLVMValueRef call);
 /* The thread that issues TMA copies and other one-thread work: tid 0. */
 LLVMValueRef is_elected(Lower *L);
+/* barrier.cluster arrive + wait: every thread of every program of the
+ * cluster (lower_tma.c). */
+void lower_cluster_barrier(Lower *L);
 /* Runs the code the callback emits only where pred holds. */
 typedef void (*GuardedFn)(Lower *L, void *ctx);
 void guarded(Lower *L, LLVMValueRef pred, GuardedFn fn, void *ctx);

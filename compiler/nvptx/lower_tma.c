@@ -86,7 +86,17 @@ void lower_mbar_alloc(Lower *L, const Op *op) {
 void lower_mbar_init_done(Lower *L) {
   L->mbar_inits = false;
   llvm_asm(L, "fence.mbarrier_init.release.cluster;", "~{memory}", L->t_void, NULL, 0, true);
-  barrier(L);
+  /* in a cluster, the other programs' copies and arrivals reach these
+   * barriers too: all of the cluster waits until every program has
+   * initialized its own */
+  if (func_cluster(L->f) > 1)
+    lower_cluster_barrier(L);
+  else
+    barrier(L);
+}
+
+void lower_cluster_barrier(Lower *L) {
+  llvm_asm(L, "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;", "~{memory}", L->t_void, NULL, 0, true);
 }
 
 /* ---- arrivals ---- */
@@ -107,6 +117,18 @@ static void arrive(Lower *L, void *p) {
   llvm_asm(L, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", L->t_void, &c->addr, 1, true);
 }
 
+/* On the barrier at the same offset in each of the cluster's `bytes`
+ * (here: the cluster size) programs, this one included. */
+static void arrive_cluster(Lower *L, void *p) {
+  ArriveCtx *c = p;
+  for (int r = 0; r < (int)c->bytes; r++) {
+    LLVMValueRef args[2] = {c->addr, const_i32(L, r)};
+    LLVMValueRef remote = llvm_asm(L, "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", L->t_i32, args, 2, false);
+    llvm_asm(L, "mbarrier.arrive.shared::cluster.b64 _, [$0];", "r,~{memory}", L->t_void, &remote, 1,
+             true);
+  }
+}
+
 void lower_mbar_expect(Lower *L, const Op *op) {
   LTile *i = get_fixed(L, op->operands[1]);
   LLVMValueRef addr = i ? mbar_addr(L, op->operands[0], i->regs[0]) : NULL;
@@ -120,10 +142,10 @@ void lower_mbar_arrive(Lower *L, const Op *op) {
   LTile *i = get_fixed(L, op->operands[1]);
   LLVMValueRef addr = i ? mbar_addr(L, op->operands[0], i->regs[0]) : NULL;
   if (!addr) return;
-  ArriveCtx c = {addr, 0};
+  ArriveCtx c = {addr, op->attr[0]};
   /* one thread of each warpgroup: its first */
   LLVMValueRef first = LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, L->tid, const_i32(L, 127), ""), const_i32(L, 0), "");
-  guarded(L, first, arrive, &c);
+  guarded(L, first, op->attr[0] > 1 ? arrive_cluster : arrive, &c);
 }
 
 /* ---- waits ---- */
@@ -274,11 +296,55 @@ typedef struct TmaCtx {
   bool store;
 } TmaCtx;
 
+/* One box of a copy: its shared-memory offset in the tile's buffer and
+ * its coordinates' additions along the last and the first dimension. */
+typedef struct BoxCtx {
+  const TmaCtx *tma;
+  const char *text, *cons;
+  int64_t off, add_last, add_first;
+  int multicast; /* programs the box lands in (0: this one only) */
+} BoxCtx;
+
+static void issue_box(Lower *L, void *p) {
+  BoxCtx *b = p;
+  const TmaCtx *c = b->tma;
+  int R = c->rank;
+  LLVMValueRef o = const_i32(L, b->off);
+  LLVMValueRef sm = smem_addr32(L, LLVMBuildGEP2(L->b, L->t_i8, c->buf->ptr, &o, 1, ""));
+  LLVMValueRef args[4 + TILE_MAX_RANK];
+  int a = 0;
+  if (c->store) {
+    args[a++] = c->map;
+    args[a++] = sm;
+  } else {
+    args[a++] = sm;
+    args[a++] = c->map;
+    args[a++] = c->bar;
+  }
+  for (int d = R - 1; d >= 0; d--) {
+    LLVMValueRef x = c->coords[d];
+    int64_t add = d == R - 1 ? b->add_last : (d == 0 && R > 1 ? b->add_first : 0);
+    if (add) x = LLVMBuildAdd(L->b, x, const_i32(L, add), "");
+    args[a++] = x;
+  }
+  if (b->multicast) args[a++] = LLVMConstInt(L->t_i16, (1u << b->multicast) - 1, 0); /* every program of the cluster */
+  llvm_asm(L, b->text, b->cons, L->t_void, args, a, true);
+}
+
+/* The program of the cluster that issues box `i` of a multicast copy:
+ * the boxes go round the programs, so each issues 1/C of them. */
+static LLVMValueRef issues_box(Lower *L, int i, int C) {
+  LLVMValueRef rank = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", L->t_i32, NULL, 0);
+  return LLVMBuildICmp(L->b, LLVMIntEQ, rank, const_i32(L, i % C), "");
+}
+
 static void issue_boxes(Lower *L, void *p) {
   TmaCtx *c = p;
   const DescBox *db = c->box;
   TType t = c->op->operands[c->store ? 1 : 0]->type;
   int R = c->rank;
+  int C = c->store ? 0 : (int)c->op->attr[0];
+  if (C < 2) C = 0;
   int nj = t.shape[R - 1] / db->box[R - 1], nk = R > 1 ? t.shape[0] / db->box[0] : 1;
   int row_bytes = c->buf->layout.swizzle ? c->buf->layout.swizzle : db->box[R - 1] * db->elem_bytes;
   int64_t rows_per_d0 = 1;
@@ -289,40 +355,29 @@ static void issue_boxes(Lower *L, void *p) {
     n += (size_t)snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", R);
   else
     n += (size_t)snprintf(text, sizeof text,
-                          "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", R);
+                          "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes%s [$0], [$1, {",
+                          R, C ? ".multicast::cluster" : "");
   int first = c->store ? 2 : 3;
   for (int d = 0; d < R; d++) n += (size_t)snprintf(text + n, sizeof text - n, d ? ", $%d" : "$%d", first + d);
   if (c->store)
     snprintf(text + n, sizeof text - n, "}], [$1];");
+  else if (C)
+    snprintf(text + n, sizeof text - n, "}], [$2], $%d;", first + R);
   else
     snprintf(text + n, sizeof text - n, "}], [$2];");
   char cons[96];
   size_t cn = (size_t)snprintf(cons, sizeof cons, c->store ? "l,r" : "r,l,r");
   for (int d = 0; d < R; d++) cn += (size_t)snprintf(cons + cn, sizeof cons - cn, ",r");
-  snprintf(cons + cn, sizeof cons - cn, ",~{memory}");
+  snprintf(cons + cn, sizeof cons - cn, C ? ",h,~{memory}" : ",~{memory}");
   for (int k = 0; k < nk; k++)
     for (int j = 0; j < nj; j++) {
       int64_t off = (int64_t)j * smem_atom_block_bytes(&c->buf->layout) + (int64_t)k * db->box[0] * rows_per_d0 * row_bytes;
       if (R == 1) off = (int64_t)j * smem_atom_block_bytes(&c->buf->layout);
-      LLVMValueRef o = const_i32(L, off);
-      LLVMValueRef sm = smem_addr32(L, LLVMBuildGEP2(L->b, L->t_i8, c->buf->ptr, &o, 1, ""));
-      LLVMValueRef args[3 + TILE_MAX_RANK];
-      int a = 0;
-      if (c->store) {
-        args[a++] = c->map;
-        args[a++] = sm;
-      } else {
-        args[a++] = sm;
-        args[a++] = c->map;
-        args[a++] = c->bar;
-      }
-      for (int d = R - 1; d >= 0; d--) {
-        LLVMValueRef x = c->coords[d];
-        int64_t add = d == R - 1 ? (int64_t)j * db->box[R - 1] : (d == 0 && R > 1 ? (int64_t)k * db->box[0] : 0);
-        if (add) x = LLVMBuildAdd(L->b, x, const_i32(L, add), "");
-        args[a++] = x;
-      }
-      llvm_asm(L, text, cons, L->t_void, args, a, true);
+      BoxCtx b = {c, text, cons, off, (int64_t)j * db->box[R - 1], (int64_t)k * db->box[0], C};
+      if (C)
+        guarded(L, issues_box(L, k * nj + j, C), issue_box, &b);
+      else
+        issue_box(L, &b);
     }
   if (c->store) {
     llvm_asm(L, "cp.async.bulk.commit_group;", "~{memory}", L->t_void, NULL, 0, true);

@@ -114,10 +114,10 @@ const DescBox *sched_desc_box(Sched *s, const Value *desc) {
   return &s->res->descs[desc->index];
 }
 
-void sched_tma_load(IrBuilder *b, Value *buf, Value *desc, Value *bars, Value *index, Value *const *coords, int rank) {
+Op *sched_tma_load(IrBuilder *b, Value *buf, Value *desc, Value *bars, Value *index, Value *const *coords, int rank) {
   Value *ops[4 + TILE_MAX_RANK] = {buf, desc, bars, index};
   for (int i = 0; i < rank; i++) ops[4 + i] = coords[i];
-  irb_op(b, OP_TMA_LOAD, 4 + rank, ops, NULL);
+  return irb_op(b, OP_TMA_LOAD, 4 + rank, ops, NULL);
 }
 
 /* ---- descriptors: one box per tensor ---- */

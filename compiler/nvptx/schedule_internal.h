@@ -37,12 +37,17 @@ bool sched_a_in_registers(const Value *a);
 const DescBox *sched_desc_box(Sched *s, const Value *desc);
 /* Issues the TMA copies of a box-tiled tile at `coords` into `buf`,
  * completing on bars[index] (one thread: the lowering elects it). */
-void sched_tma_load(IrBuilder *b, Value *buf, Value *desc, Value *bars, Value *index, Value *const *coords, int rank);
+Op *sched_tma_load(IrBuilder *b, Value *buf, Value *desc, Value *bars, Value *index, Value *const *coords, int rank);
 /* Replaces a wgmma-engine dot by wgmma + wgmma_wait. An operand that is a
  * read of a buffer (smem_load: a ring stage, a load_block) uses that
  * buffer; others get one here. `pending` is what the wait leaves in
  * flight. Returns the wgmma_wait op. */
 Op *sched_wgmma_dot(Sched *s, Op *dot, int pending);
+
+/* schedule_cluster.c: whether `values` (scalars) are the same in every
+ * program of the kernel's cluster and op is reached by all of them alike
+ * (always true without @cluster). */
+bool sched_cluster_uniform(Sched *s, const Op *op, Value *const *values, int n);
 
 /* schedule_pipeline.c: rewrites one @pipeline loop whose body holds wgmma
  * dots fed by loads; false when nothing in it can be pipelined (the loop

@@ -53,6 +53,7 @@ typedef struct PipeLoad {
   bool tma;
   Value *ring;  /* smem<T>[N, shape] */
   Value *view;  /* this iteration's stage */
+  bool multicast; /* the same copy in every program of the cluster */
 } PipeLoad;
 
 typedef struct Pipe {
@@ -69,6 +70,7 @@ typedef struct Pipe {
   int ndeps;
   Value *full, *empty;
   int64_t tx_bytes;
+  int cluster; /* C when some copy is multicast (empty[s] then counts every program's consumers), else 1 */
 } Pipe;
 
 static bool in_body(const Pipe *p, const Value *v) {
@@ -138,7 +140,7 @@ static void consider_operand(Pipe *p, Value *operand, bool is_a, bool fp8) {
       p->ndeps = saved;
       return;
     }
-  p->loads[p->nloads++] = (PipeLoad){op, op->kind == OP_BLOCK_LOAD, NULL, NULL};
+  p->loads[p->nloads++] = (PipeLoad){op, op->kind == OP_BLOCK_LOAD, NULL, NULL, false};
 }
 
 static bool is_fp8(unsigned k) { return k == SK_F8E4M3 || k == SK_F8E5M2; }
@@ -252,7 +254,8 @@ static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
         Value *m = ptrmap_get(&map, op->operands[1 + d]);
         coords[d] = irb_cast(b, m ? m : op->operands[1 + d], type_scalar(SK_I32));
       }
-      sched_tma_load(b, view, op->operands[0], p->full, stage, coords, rank);
+      Op *t = sched_tma_load(b, view, op->operands[0], p->full, stage, coords, rank);
+      if (l->multicast) t->attr[0] = p->cluster;
     } else {
       Value *ops[3] = {view, NULL, NULL};
       for (uint32_t k = 0; k < 2 && k < op->noperands; k++) {
@@ -275,8 +278,28 @@ static void issue(Pipe *p, IrBuilder *b, Value *stage, Value *from, int ahead) {
   if (p->ntma < p->nloads) irb_op(b, OP_ASYNC_COMMIT, 0, NULL, NULL);
 }
 
+/* With @cluster(C): a TMA copy whose coordinates are the same in all C
+ * programs of a cluster (and whose loop they all run alike) is multicast:
+ * each program issues a share of its boxes, which land in all of them.
+ * Each slot is then filled by every program's copies, so its empty
+ * barrier waits for the consumers of all C programs, and they release
+ * it in all C (mbar_arrive {cluster}). */
+static void decide_multicast(Pipe *p) {
+  Sched *s = p->s;
+  p->cluster = 1;
+  int C = func_cluster(s->f);
+  if (C == 1) return;
+  for (int i = 0; i < p->nloads; i++) {
+    PipeLoad *l = &p->loads[i];
+    if (!l->tma || !sched_cluster_uniform(s, l->op, l->op->operands + 1, (int)l->op->noperands - 1)) continue;
+    l->multicast = true;
+    p->cluster = C;
+  }
+}
+
 static void make_rings(Pipe *p) {
   Sched *s = p->s;
+  decide_multicast(p);
   p->tx_bytes = 0;
   for (int i = 0; i < p->nloads; i++) {
     PipeLoad *l = &p->loads[i];
@@ -294,7 +317,7 @@ static void make_rings(Pipe *p) {
   }
   if (p->ntma) {
     p->full = sched_alloc_mbar(s, p->loop->loc, p->N, 1, 0);
-    p->empty = sched_alloc_mbar(s, p->loop->loc, p->N, s->num_warps / 4, 1);
+    p->empty = sched_alloc_mbar(s, p->loop->loc, p->N, s->num_warps / 4 * p->cluster, 1);
   }
 }
 
@@ -305,7 +328,8 @@ static Value *stage_plus(Pipe *p, IrBuilder *b, Value *t, int add) {
 }
 
 static void release(Pipe *p, IrBuilder *b, Value *stage) {
-  irb_op(b, OP_MBAR_ARRIVE, 2, (Value *[]){p->empty, stage}, NULL);
+  Op *a = irb_op(b, OP_MBAR_ARRIVE, 2, (Value *[]){p->empty, stage}, NULL);
+  if (p->cluster > 1) a->attr[0] = p->cluster;
 }
 
 /* With D = 1 the loop's result is still being computed: a full wait
@@ -447,8 +471,9 @@ static void rewrite_split(Pipe *p) {
       Value *m = ptrmap_get(&map, op->operands[1 + d]);
       coords[d] = irb_cast(&top, m ? m : op->operands[1 + d], type_scalar(SK_I32));
     }
-    sched_tma_load(&top, view, op->operands[0], p->full, st, coords, rank);
-    mark_producer(p, top.before->prev);
+    Op *t = sched_tma_load(&top, view, op->operands[0], p->full, st, coords, rank);
+    if (l->multicast) t->attr[0] = p->cluster;
+    mark_producer(p, t);
   }
   /* consumer: wait for the slot, read it */
   irb_op(&top, OP_MBAR_WAIT, 3, (Value *[]){p->full, st, phase}, NULL);

@@ -724,6 +724,18 @@ static bool gen_runtime_param(Gen *g, Param *p, TType *type, ParamInfo *info) {
 static bool gen_kernel_annotations(Gen *g, Item *k, Func *f) {
   Annotation *w = find_annot(k->annots, k->nannots, "warps");
   Annotation *wsa = find_annot(k->annots, k->nannots, "warp_specialize");
+  Annotation *cl = find_annot(k->annots, k->nannots, "cluster");
+  f->cluster = 1;
+  if (cl) {
+    int64_t n;
+    if (!annot_int(g, cl, 0, 1, &n)) return false;
+    if (n < 1 || n > TILE_MAX_CLUSTER) {
+      diag_error(g->diags, cl->loc, "'@cluster' needs a cluster size between 1 and %d (got %lld)", TILE_MAX_CLUSTER,
+                 (long long)n);
+      return false;
+    }
+    f->cluster = (int)n;
+  }
   if (w) {
     int64_t n;
     if (!annot_int(g, w, 0, 4, &n)) return false;

@@ -93,6 +93,23 @@ IRGEN_NOINLINE static SVal bi_program_id(const Call *c, OpKind kind) {
   return sv_value(emit_attrs(c->g, kind, 0, NULL, type_scalar(SK_I32), &axis, 1, c->loc), c->loc);
 }
 
+/* The cluster queries, in terms of axis 0 of the grid: a cluster is C
+ * consecutive programs along it (@cluster(C)), so cluster_id is
+ * program_id(0) / C, cluster_rank program_id(0) % C, num_clusters
+ * num_programs(0) / C (the launch makes the grid a multiple of C), and
+ * cluster_size C. Without @cluster, C is 1. */
+IRGEN_NOINLINE static SVal bi_cluster(const Call *c, BuiltinId id) {
+  int C = func_cluster(c->g->f);
+  TType i32 = type_scalar(SK_I32);
+  if (id == BI_CLUSTER_SIZE || (id == BI_CLUSTER_RANK && C == 1))
+    return sv_value(emit_const_int(c->g, i32, id == BI_CLUSTER_SIZE ? C : 0, c->loc), c->loc);
+  int64_t axis = 0;
+  Value *grid = emit_attrs(c->g, id == BI_NUM_CLUSTERS ? OP_NUM_PROGRAMS : OP_PROGRAM_ID, 0, NULL, i32, &axis, 1, c->loc);
+  if (C == 1) return sv_value(grid, c->loc);
+  Value *size = emit_const_int(c->g, i32, C, c->loc);
+  return sv_value(emit2(c->g, id == BI_CLUSTER_RANK ? OP_REM : OP_DIV, grid, size, i32, c->loc), c->loc);
+}
+
 IRGEN_NOINLINE static SVal bi_arange(const Call *c) {
   int64_t a[2];
   if (!const_arg(c, 0, &a[0], "start") || !const_arg(c, 1, &a[1], "end")) return sv_error();
@@ -602,6 +619,7 @@ SVal gen_builtin(Gen *g, Expr *e) {
   switch (id) {
   case BI_PROGRAM_ID: return bi_program_id(&c, OP_PROGRAM_ID);
   case BI_NUM_PROGRAMS: return bi_program_id(&c, OP_NUM_PROGRAMS);
+  case BI_CLUSTER_ID: case BI_NUM_CLUSTERS: case BI_CLUSTER_RANK: case BI_CLUSTER_SIZE: return bi_cluster(&c, id);
   case BI_ARANGE: return bi_arange(&c);
   case BI_ZEROS: return bi_zeros(&c);
   case BI_FULL: return bi_full(&c);

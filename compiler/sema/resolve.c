@@ -392,6 +392,7 @@ enum { ANNOT_ON_KERNEL = 1, ANNOT_ON_FOR = 2 };
 
 static const AnnotSpec annot_specs[] = {
     {"warps", "n", 1, 1, ANNOT_ON_KERNEL},
+    {"cluster", "size", 1, 1, ANNOT_ON_KERNEL},
     {"pipeline", "stages", 1, 1, ANNOT_ON_FOR},
     {"warp_specialize", "producers,consumers,producer_registers,consumer_registers", 0, 4,
      ANNOT_ON_KERNEL | ANNOT_ON_FOR},

@@ -17,6 +17,10 @@
 #define BUILTINS(X)                                                     \
   X(PROGRAM_ID, "program_id", 1, 1, "axis")                             \
   X(NUM_PROGRAMS, "num_programs", 1, 1, "axis")                         \
+  X(CLUSTER_ID, "cluster_id", 0, 0, "")                                 \
+  X(NUM_CLUSTERS, "num_clusters", 0, 0, "")                             \
+  X(CLUSTER_RANK, "cluster_rank", 0, 0, "")                             \
+  X(CLUSTER_SIZE, "cluster_size", 0, 0, "")                             \
   X(ARANGE, "arange", 2, 2, "start,end")                                \
   X(ZEROS, "zeros", 1, 2, "shape,dtype")                                \
   X(FULL, "full", 2, 3, "shape,value,dtype")                            \

@@ -56,7 +56,7 @@ typedef struct GemmCase {
   int m, n, k;
   bool a_trans, b_trans;
   const char *extra[12];    /* further NAME, VALUE defines, NULL-terminated */
-  int programs;             /* gemm_ws: the grid (0: min(tiles, SMs)) */
+  int programs;             /* gemm_ws: the grid (0: min(tiles, programs resident at once)) */
 } GemmCase;
 
 /* A matrix of rows x cols stored row-major with a padded leading dimension. */
@@ -288,9 +288,17 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     }
   }
   int64_t bm = ok ? variant_const(&v, "BLOCK_M", 128) : 1, bn = ok ? variant_const(&v, "BLOCK_N", 128) : 1;
-  int64_t grid = ((gc->m + bm - 1) / bm) * ((gc->n + bn - 1) / bn);
+  /* gemm_ws with CLUSTER: a cluster takes CLUSTER tiles stacked along m,
+   * and the grid is a multiple of it */
+  int64_t C = ok ? variant_const(&v, "CLUSTER", 1) : 1;
+  int64_t grid = C * ((gc->m + C * bm - 1) / (C * bm)) * ((gc->n + bn - 1) / bn);
   if (ws) {
-    int64_t most = gc->programs ? gc->programs : g->props.sm_count;
+    uint32_t resident = 0;
+    if (ok && !gc->programs && tile_kernel_resident_programs(v.kernel, &resident) != TILE_OK) {
+      printf("  %s\n", tile_last_error());
+      ok = false;
+    }
+    int64_t most = gc->programs ? (int64_t)gc->programs : (int64_t)resident;
     if (grid > most) grid = most;
   }
   if (ok && (tile_launch(v.kernel, (uint32_t[3]){(uint32_t)grid, 1, 1}, NULL, ta, na) != TILE_OK ||
@@ -387,6 +395,21 @@ static const GemmCase cases[] = {
     {"gemm_ws bf16 f32 out 128x256 (8 store pieces)", WS, false, "bf16", "f32", 392, 776, 136, true, false, {NULL}, 5},
     {"gemm_ws bf16 2176x2304x256 (153 tiles on all SMs)", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
      {NULL}, 0},
+    /* clusters of 2 (B multicast): an odd number of tile rows (the last
+     * cluster's second tile past m), few programs (each walks several
+     * tile pairs), A^T B^T (B^T's box one copy), and on all SMs */
+    {"gemm_ws bf16 cluster 2, 3 tile rows, 4 programs", WS, true, "bf16", "bf16", 264, 776, 328, false, false,
+     {"CLUSTER", "2", NULL}, 4},
+    {"gemm_ws f16 cluster 2 A^T B^T 2 programs", WS, false, "f16", "f16", 520, 264, 200, true, true,
+     {"CLUSTER", "2", NULL}, 2},
+    {"gemm_ws bf16 cluster 2 128x128 f32 out", WS, false, "bf16", "f32", 392, 392, 136, false, false,
+     {"CLUSTER", "2", "BLOCK_N", "128", NULL}, 6},
+    {"gemm_ws bf16 BLOCK_K 32 8 stages", WS, false, "bf16", "bf16", 392, 520, 328, false, false,
+     {"BLOCK_K", "32", "STAGES", "8", NULL}, 3},
+    {"gemm_ws bf16 BLOCK_K 32 8 stages cluster 2 A^T", WS, false, "bf16", "bf16", 392, 520, 328, true, false,
+     {"BLOCK_K", "32", "STAGES", "8", "CLUSTER", "2", NULL}, 4},
+    {"gemm_ws bf16 cluster 2 2176x2304x256 on all SMs", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
+     {"CLUSTER", "2", NULL}, 0},
     /* the fused epilogue: act(A @ B + bias), each activation */
     {"gemm_ws_bias_act gelu (tanh)", WSB, true, "bf16", "bf16", 264, 520, 200, false, false, {NULL}, 3},
     {"gemm_ws_bias_act none f32 out", WSB, false, "bf16", "f32", 200, 392, 136, false, true,

@@ -176,12 +176,14 @@ static double tmat_get(const TMat *t, int r, int c) { return hbuf_get(&t->b, (si
 
 /* C = scale * A @ B from matrices stored as the kernels take them, on a
  * grid of one program per tile or (programs > 0, the persistent gemm_ws)
- * that many programs. */
+ * that many programs; cluster (gemm_ws's CLUSTER) NULL for the default. */
 static void check_tma_gemm_on(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
-                              bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed, int64_t programs) {
+                              bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed, int64_t programs,
+                              const char *cluster) {
   bool fp8 = strstr(file, "fp8") != NULL;
   const char *defs[12] = {"T", type, "TC", out};
   int nd = 4;
+  if (cluster) defs[nd++] = "CLUSTER", defs[nd++] = cluster;
   if (!fp8) {
     defs[nd++] = "A_TRANS", defs[nd++] = a_trans ? "true" : "false";
     defs[nd++] = "B_TRANS", defs[nd++] = b_trans ? "true" : "false";
@@ -225,7 +227,7 @@ static void check_tma_gemm_on(const char *file, const char *type, const char *ou
 
 static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
                            bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
-  check_tma_gemm_on(file, type, out, m, n, k, a_trans, b_trans, scale_a, scale_b, tol, seed, 0);
+  check_tma_gemm_on(file, type, out, m, n, k, a_trans, b_trans, scale_a, scale_b, tol, seed, 0, NULL);
 }
 
 Test(std_gemm_tma, bf16_ragged) {
@@ -250,13 +252,22 @@ Test(std_gemm_fp8, e4m3_one_tile) {
 
 /* gemm_ws: each program walks tiles program_id(0), + num_programs(0), ... */
 Test(std_gemm_ws, bf16_one_program_many_tiles) {
-  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 264, 520, 72, false, false, 1, 1, BF16_TOL, 37, 1);
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 264, 520, 72, false, false, 1, 1, BF16_TOL, 37, 1, NULL);
 }
 Test(std_gemm_ws, f16_transposed_a_and_b_f32_out) {
-  check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 38, 2);
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 38, 2, NULL);
 }
 Test(std_gemm_ws, bf16_more_programs_than_tiles) {
-  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 72, 136, 64, false, true, 1, 1, BF16_TOL, 39, 3);
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 72, 136, 64, false, true, 1, 1, BF16_TOL, 39, 3, NULL);
+}
+/* with clusters of 2 (tiles paired along m, B's copies multicast on the
+ * GPU): one cluster walking 3 tile rows (the last pair half past m), and
+ * more clusters than pairs */
+Test(std_gemm_ws, bf16_cluster_2_one_cluster_odd_tile_rows) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 264, 520, 72, false, false, 1, 1, BF16_TOL, 40, 2, "2");
+}
+Test(std_gemm_ws, f16_cluster_2_transposed_more_clusters_than_pairs) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 41, 6, "2");
 }
 
 /* gemm_ws_bias_act: act(A @ B + bias) against float64 */

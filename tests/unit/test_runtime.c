@@ -421,6 +421,25 @@ Test(meta, parses_descriptor_lines) {
 
 /* ---- metadata: malformed ----------------------------------------------- */
 
+/* cluster N: the grid's x must be a multiple of N (absent: 1) */
+Test(meta, cluster_line_and_the_grid_it_needs) {
+  tile_kernel_info *info = parse_ok("tile-kernel 1\nname g\nwarps 12\nshared 0\ncluster 2\nend\n");
+  cr_expect_eq(info->cluster, 2);
+  char msg[MSG_SIZE] = "";
+  cr_expect_eq(tile_check_args(info, (const uint32_t[3]){132, 1, 1}, NULL, 0, msg, sizeof msg), TILE_OK, "%s", msg);
+  cr_expect_eq(tile_check_args(info, (const uint32_t[3]){3, 1, 1}, NULL, 0, msg, sizeof msg),
+               TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_str_eq(msg, "grid (3, 1, 1) of kernel 'g': size in x is 3, not a multiple of its cluster size 2");
+  tile_meta_free(info);
+  info = parse_ok("tile-kernel 1\nname g\nwarps 4\nshared 0\nend\n");
+  cr_expect_eq(info->cluster, 1);
+  tile_meta_free(info);
+  expect_bad_body("cluster 0\nend\n", "line 5: bad cluster size '0'", "from 1 to 8");
+  expect_bad_body("cluster 9\nend\n", "bad cluster size '9'", NULL);
+  expect_bad_body("cluster 2\ncluster 2\nend\n", "line 6: second 'cluster' line", NULL);
+  expect_bad_body("cluster 2 1\nend\n", "line 5:", "cluster N");
+}
+
 Test(meta_bad, unknown_parameter_kind) {
   expect_bad_body("param x foo\nend\n", "metadata line 5:", "unknown kind 'foo' for parameter 'x'");
 }
