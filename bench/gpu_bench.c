@@ -792,7 +792,8 @@ static void bench_gemm_kernels(GemmProblem *p) {
       {128, 256, 64, 3, 2, true, false, 0, 2},  {128, 128, 64, 4, 2, true, false, 0, 2},
       {128, 128, 64, 6, 2, true, false, 0, 1},  {128, 128, 64, 6, 2, true, false, 0, 2},
       {128, 256, 32, 8, 2, true, false, 0, 1},  {128, 256, 32, 8, 2, true, false, 0, 2},
-      {128, 256, 32, 8, 2, true, false, 16, 1},
+      {128, 256, 32, 8, 2, true, false, 16, 1}, {256, 128, 64, 4, 2, true, false, 0, 1},
+      {256, 128, 64, 4, 2, true, false, 16, 1},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,

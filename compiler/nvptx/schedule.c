@@ -124,6 +124,12 @@ Op *sched_tma_load(IrBuilder *b, Value *buf, Value *desc, Value *bars, Value *in
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
+/* The largest slot of a store that goes out in pieces: 16 KiB, one
+ * 128-row column of 128-byte rows, so that two slots and four 48 KiB
+ * stages of a 128 x 256 or 256 x 128 GEMM fit in 227 KiB. */
+#define STORE_PART_BYTES 16384
+static Op *enclosing_loop(const Op *op);
+
 static void note_desc_use(Sched *s, const Op *op, TType tile) {
   const Value *d = op->operands[0];
   DescBox *db = (DescBox *)sched_desc_box(s, d);
@@ -140,6 +146,11 @@ static void note_desc_use(Sched *s, const Op *op, TType tile) {
   int32_t box[TILE_MAX_RANK] = {0};
   for (int i = 0; i < rank; i++) box[i] = imin(tile.shape[i], TMA_MAX_BOX);
   box[rank - 1] = imin(tile.shape[rank - 1], SMEM_MAX_SWIZZLE / eb);
+  /* a store in a loop goes out box column by box column through small
+   * slots (store_in_parts): narrower boxes when a whole-height column
+   * would make a slot larger than STORE_PART_BYTES */
+  if (op->kind == OP_BLOCK_STORE && rank == 2 && enclosing_loop(op))
+    while (box[0] * box[1] * eb > STORE_PART_BYTES && box[1] * eb > TMA_MIN_INNER_BYTES) box[1] /= 2;
   if (!db->used) {
     db->used = true;
     db->rank = rank;

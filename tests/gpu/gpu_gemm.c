@@ -404,6 +404,11 @@ static const GemmCase cases[] = {
      {"CLUSTER", "2", NULL}, 2},
     {"gemm_ws bf16 cluster 2 128x128 f32 out", WS, false, "bf16", "f32", 392, 392, 136, false, false,
      {"CLUSTER", "2", "BLOCK_N", "128", NULL}, 6},
+    /* 256 x 128: the store goes out in 256 x 32 columns (16 KiB slots), which leaves room for 4 stages */
+    {"gemm_ws bf16 256x128 4 stages", WS, true, "bf16", "bf16", 520, 392, 200, false, false,
+     {"BLOCK_M", "256", "BLOCK_N", "128", "STAGES", "4", NULL}, 3},
+    {"gemm_ws f16 256x128 4 stages f32 out A^T", WS, false, "f16", "f32", 264, 264, 136, true, false,
+     {"BLOCK_M", "256", "BLOCK_N", "128", "STAGES", "4", NULL}, 2},
     {"gemm_ws bf16 BLOCK_K 32 8 stages", WS, false, "bf16", "bf16", 392, 520, 328, false, false,
      {"BLOCK_K", "32", "STAGES", "8", NULL}, 3},
     {"gemm_ws bf16 BLOCK_K 32 8 stages cluster 2 A^T", WS, false, "bf16", "bf16", 392, 520, 328, true, false,
