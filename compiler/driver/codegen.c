@@ -233,7 +233,7 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
     report(c, "GPU back end", err);
     return false;
   }
-  GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers};
+  GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name};
   LLVMContextRef ctx = LLVMContextCreate();
   StrBuf sb;
   sb_init(&sb);

@@ -277,6 +277,7 @@ bool tc_interpret_ex(const tc_compilation *c, int kernel, const int64_t grid[3],
   for (int i = 0; i < nbuffers; i++) interp_add_buffer(ip, buffers[i].data, buffers[i].bytes, buffers[i].name);
   if (o->max_steps) interp_set_max_steps(ip, o->max_steps);
   interp_set_time_limit(ip, o->max_seconds);
+  interp_set_output(ip, o->print_to ? o->print_to : stdout);
   bool ok = interp_run(ip, grid, iargs, n, error);
   interp_free(ip);
   free(iargs);

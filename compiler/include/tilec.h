@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -181,6 +182,7 @@ typedef struct tc_interp_options {
   double max_seconds; /* wall-clock limit, checked every few milliseconds of
                          work; 0: none. Running over it is an error naming
                          the op being run and the program, like the step limit. */
+  FILE *print_to;     /* where device_print writes; NULL: stdout */
 } tc_interp_options;
 
 /* tc_interpret with limits given as options (NULL: the defaults). */

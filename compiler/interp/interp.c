@@ -353,6 +353,7 @@ Interp *interp_new(const Func *f, const char *source_name) {
   ip->source_name = dup_string(source_name ? source_name : INTERP_UNNAMED_SOURCE);
   ip->max_steps = INTERP_DEFAULT_MAX_STEPS;
   ip->last_buf = -1;
+  ip->out = stdout;
   if (!ip->source_name) {
     free(ip);
     return NULL;
@@ -391,6 +392,8 @@ void interp_add_buffer(Interp *ip, void *base, size_t bytes, const char *name) {
 void interp_set_max_steps(Interp *ip, uint64_t max_steps) { ip->max_steps = max_steps; }
 
 void interp_set_time_limit(Interp *ip, double seconds) { ip->max_seconds = seconds > 0 ? seconds : 0; }
+
+void interp_set_output(Interp *ip, FILE *out) { ip->out = out; }
 
 /* ---- value copies ------------------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../ir/ir.h"
 
@@ -63,6 +64,8 @@ void interp_set_max_steps(Interp *ip, uint64_t max_steps);
  * none). Checked every INTERP_CLOCK_CHECK_STEPS steps; running over it
  * stops the run with an error at the op being executed. */
 void interp_set_time_limit(Interp *ip, double seconds);
+/* Where device_print writes (stdout unless set). */
+void interp_set_output(Interp *ip, FILE *out);
 /* Runs every program of the grid (grid[i] >= 1). Returns true on success;
  * on failure *error (if non-NULL) receives a malloc'd message in the form
  * "file.tile:LINE:COL: error: ..." and the run stops at the first error. */

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../util/arena.h"
 #include "interp.h"
@@ -76,6 +77,7 @@ struct Interp {
   const InterpArg *args;
   int nargs;
   bool returned; /* the program executed `return` */
+  FILE *out;     /* device_print's output */
   char *error;   /* first run-time error of the current run */
 };
 

@@ -501,6 +501,70 @@ static bool exec_dot(Interp *ip, const XOp *xo) {
   return true;
 }
 
+/* ---- device_print, device_assert --------------------------------------- */
+
+/* "pid (x, y, z)" (with pid) and, for an element of a tile, " idx (i, j)". */
+static void where_text(const Interp *ip, bool pid, TType t, int64_t i, char *buf, size_t size) {
+  int n = pid ? snprintf(buf, size, "pid (%lld, %lld, %lld) ", (long long)ip->pid[0], (long long)ip->pid[1],
+                         (long long)ip->pid[2])
+              : 0;
+  buf[n] = 0;
+  if (t.rank == 0 || n < 0 || (size_t)n >= size) return;
+  int64_t coord[TILE_MAX_RANK];
+  for (int d = t.rank - 1; d >= 0; d--) {
+    coord[d] = i % t.shape[d];
+    i /= t.shape[d];
+  }
+  n += snprintf(buf + n, size - (size_t)n, "idx (");
+  for (int d = 0; d < t.rank && (size_t)n < size; d++)
+    n += snprintf(buf + n, size - (size_t)n, d ? ", %lld" : "%lld", (long long)coord[d]);
+  if ((size_t)n < size) snprintf(buf + n, size - (size_t)n, ") ");
+}
+
+static void print_value(FILE *out, ScalarKind k, Slot v) {
+  const char *fmt = num_print_format(k);
+  switch (num_print_kind(k)) {
+  case NUM_PRINT_DOUBLE: fprintf(out, fmt, v.f); break;
+  case NUM_PRINT_SIGNED: fprintf(out, fmt, (long long)v.i); break;
+  default: fprintf(out, fmt, (unsigned long long)v.u); break;
+  }
+}
+
+/* Room for "pid (...) idx (...)" with 2^31 - 1 in every field. */
+#define WHERE_TEXT_MAX 160
+
+static bool exec_device_print(Interp *ip, const XOp *xo) {
+  const char *msg = xo->op->text ? xo->op->text : "";
+  char where[WHERE_TEXT_MAX];
+  if (!xo->nin) {
+    where_text(ip, true, (TType){0}, 0, where, sizeof where);
+    fprintf(ip->out, "%s%s\n", where, msg);
+    return true;
+  }
+  const Tile *t = interp_in(ip, xo, 0);
+  for (int64_t i = 0; i < t->n; i++) {
+    where_text(ip, true, t->type, i, where, sizeof where);
+    fprintf(ip->out, "%s%s: ", where, msg);
+    print_value(ip->out, (ScalarKind)t->type.kind, t->data[i]);
+    fputc('\n', ip->out);
+  }
+  fflush(ip->out);
+  return true;
+}
+
+static bool exec_device_assert(Interp *ip, const XOp *xo) {
+  const Tile *t = interp_in(ip, xo, 0);
+  for (int64_t i = 0; i < t->n; i++) {
+    if (t->data[i].i) continue;
+    char where[WHERE_TEXT_MAX];
+    where_text(ip, false, t->type, i, where, sizeof where);
+    size_t n = strlen(where);
+    if (n) where[n - 1] = 0; /* "idx (i, j)" without its space */
+    return interp_fail(ip, xo, "device_assert failed%s%s: %s", n ? " at " : "", where, xo->op->text ? xo->op->text : "");
+  }
+  return true;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 bool interp_exec_compute(Interp *ip, const XOp *xo) {
@@ -535,6 +599,8 @@ bool interp_exec_compute(Interp *ip, const XOp *xo) {
   case OP_ATOMIC_CAS: return interp_exec_atomic(ip, xo);
   case OP_BLOCK_LOAD: return interp_exec_block_load(ip, xo);
   case OP_BLOCK_STORE: return interp_exec_block_store(ip, xo);
+  case OP_DEVICE_PRINT: return exec_device_print(ip, xo);
+  case OP_DEVICE_ASSERT: return exec_device_assert(ip, xo);
   default: return interp_fail(ip, xo, "op '%s' cannot be interpreted here", op_info[xo->kind].name);
   }
 }

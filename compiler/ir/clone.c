@@ -26,6 +26,7 @@ Op *ir_clone_op(Arena *a, const Op *src, PtrMap *map) {
   for (uint32_t i = 0; i < src->noperands; i++) op->operands[i] = mapped(map, src->operands[i]);
   for (int i = 0; i < IR_MAX_ATTRS; i++) op->attr[i] = src->attr[i];
   op->fattr = src->fattr;
+  op->text = src->text;
   for (uint32_t i = 0; i < src->nresults; i++) ptrmap_put(map, &src->results[i], &op->results[i]);
   for (int r = 0; r < src->nregions; r++) clone_block_into(a, &src->regions[r], &op->regions[r], map);
   return op;

@@ -36,6 +36,9 @@
  *                    atomic_cas (ptr, cmp, value) or (ptr, cmp, value, mask)
  *   block_load       (desc, offsets x rank) -> T[box]
  *   block_store      (desc, value, offsets x rank)
+ *   device_print     (value?) "message": every program prints the message
+ *                    and, per element, the value
+ *   device_assert    (cond: i1) "message": stops the run where cond is false
  *   for              (lo, hi, step, inits...) region args (iv, iters...),
  *                    body yields iters; results are the final iters
  *   if               (cond: i1) two regions that yield the results
@@ -158,6 +161,7 @@ struct Op {
   Block *regions;
   int64_t attr[IR_MAX_ATTRS];
   double fattr; /* float value of a const */
+  const char *text; /* device_print, device_assert: the message (arena) */
   SrcLoc loc;
   Op *prev, *next;
   Block *parent;

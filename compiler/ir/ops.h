@@ -102,6 +102,9 @@
   X(ATOMIC_CAS,   "atomic_cas",   -1,  1, 0, OPF_WRITE, "")          \
   X(BLOCK_LOAD,   "block_load",   -1,  1, 0, OPF_READ, "")           \
   X(BLOCK_STORE,  "block_store",  -1,  0, 0, OPF_WRITE, "")          \
+  /* debugging (the message is the op's text) */                      \
+  X(DEVICE_PRINT, "device_print", -1,  0, 0, OPF_WRITE, "")          \
+  X(DEVICE_ASSERT, "device_assert", 1, 0, 0, OPF_WRITE, "")          \
   /* structured control flow */                                       \
   X(FOR,          "for",          -1, -1, 1, OPF_OPTATTR,             \
     "stages,producers,consumers,producer_registers,consumer_registers") \

@@ -933,6 +933,11 @@ static void parse_generic(Parser *p, Block *b, const TokList *results, const Tok
     } while (accept_punct(p, ','));
   }
   check_operand_count(p, opname, kind, ops.n);
+  const char *text = NULL;
+  if (p->tok.kind == TK_STRING && !p->failed) {
+    text = arena_strndup(p->arena, p->tok.text, p->tok.len);
+    lex(p);
+  }
   int64_t attrs[IR_MAX_ATTRS] = {0};
   parse_attrs(p, kind, opname, ops.n ? ops.items[0]->type.rank : 0, attrs);
   TypeList types = {0};
@@ -950,6 +955,7 @@ static void parse_generic(Parser *p, Block *b, const TokList *results, const Tok
   Op *op = ir_op_new(p->arena, kind, (int)ops.n, (int)results->n, types.items, 0, loc);
   copy_values(op->operands, ops.items, ops.n);
   memcpy(op->attr, attrs, sizeof attrs);
+  op->text = text;
   define_results(p, results, op);
   ir_append(b, op);
 }

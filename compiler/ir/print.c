@@ -248,6 +248,10 @@ static void print_generic(const Printer *p, const Op *op, int depth) {
   sb_puts(p->out, op_name(op));
   if (op->noperands) sb_putc(p->out, ' ');
   put_operand_list(p, op, 0, op->noperands);
+  if (op->text) {
+    sb_putc(p->out, ' ');
+    put_quoted(p->out, op->text);
+  }
   print_attrs(p, op);
   if (op->nresults) {
     sb_puts(p->out, " : ");

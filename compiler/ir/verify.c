@@ -471,6 +471,18 @@ static void check_block_store(Verifier *v, const Op *op) {
   if (check_block_operands(v, op, 2)) check_block_tile(v, op, operand_type(op, 1), "value");
 }
 
+/* device_print (a message, and at most one value: a scalar or a tile of
+ * numbers); device_assert (a condition of i1, scalar or tile). */
+static void check_debug(Verifier *v, const Op *op) {
+  if (!op->text) report(v, op, "%s without a message", op_info[op->kind].name);
+  if (op->kind == OP_DEVICE_PRINT && op->noperands > 1)
+    report(v, op, "expected at most 1 operand (the value), got %u", op->noperands);
+  if (op->noperands && (operand_type(op, 0).kind == SK_PTR || operand_type(op, 0).kind == SK_DESC))
+    report(v, op, "%s takes numbers, not pointers or descriptors", op_info[op->kind].name);
+  if (op->kind == OP_DEVICE_ASSERT && operand_type(op, 0).kind != SK_I1)
+    report(v, op, "device_assert takes an i1 condition");
+}
+
 /* ---- control flow ------------------------------------------------------- */
 
 /* The region's arguments must have the types of operands from..from+n-1
@@ -635,6 +647,7 @@ static void check_op_types(Verifier *v, const Op *op) {
     break;
   case OP_BLOCK_LOAD: check_block_load(v, op); break;
   case OP_BLOCK_STORE: check_block_store(v, op); break;
+  case OP_DEVICE_PRINT: case OP_DEVICE_ASSERT: check_debug(v, op); break;
   case OP_FOR: check_for(v, op); break;
   case OP_IF: check_if(v, op); break;
   case OP_WHILE: check_while(v, op); break;

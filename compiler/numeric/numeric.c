@@ -130,6 +130,19 @@ static double round_to_format(double x, const FloatFormat *f) {
   return fabs(r) > f->max_finite ? overflow_value(x, f) : r;
 }
 
+NumPrintKind num_print_kind(ScalarKind k) {
+  if (scalar_is_float(k)) return NUM_PRINT_DOUBLE;
+  return scalar_is_signed(k) && k != SK_I1 ? NUM_PRINT_SIGNED : NUM_PRINT_UNSIGNED;
+}
+
+const char *num_print_format(ScalarKind k) {
+  switch (num_print_kind(k)) {
+  case NUM_PRINT_DOUBLE: return k == SK_F64 ? "%.17g" : "%.9g";
+  case NUM_PRINT_SIGNED: return "%lld";
+  default: return "%llu";
+  }
+}
+
 double num_round_float(double x, ScalarKind k) {
   const FloatFormat *f = float_format(k);
   if (!f || k == SK_F64) return x;

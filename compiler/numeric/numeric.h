@@ -35,6 +35,14 @@ typedef union Slot {
  * every format are kept (no flush to zero). */
 double num_round_float(double x, ScalarKind k);
 
+/* device_print's text of one element (the interpreter and the GPU write
+ * the same): integers in decimal, i1 as 0 or 1, floats with %.9g (%.17g
+ * for f64), as printf formats of a long long, unsigned long long or
+ * double argument (num_print_kind says which). */
+typedef enum NumPrintKind { NUM_PRINT_SIGNED, NUM_PRINT_UNSIGNED, NUM_PRINT_DOUBLE } NumPrintKind;
+NumPrintKind num_print_kind(ScalarKind k);
+const char *num_print_format(ScalarKind k);
+
 /* Normalizes an integer to kind k: truncates to the width, then sign- or
  * zero-extends. For SK_I1 keeps only bit 0. */
 Slot num_wrap_int(uint64_t bits, ScalarKind k);

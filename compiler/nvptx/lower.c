@@ -503,6 +503,8 @@ static void lower_op(Lower *L, const Op *op) {
     LLVMBuildRetVoid(L->b);
     return;
   case OP_STORE: lower_store(L, op); return;
+  case OP_DEVICE_PRINT:
+  case OP_DEVICE_ASSERT: lower_device_debug(L, op); return;
   case OP_BLOCK_LOAD:
   case OP_BLOCK_STORE:
     lower_error(L, op, "internal: load_block/store_block left after scheduling");

@@ -68,6 +68,8 @@ typedef struct GpuOptions {
   /* For the test of the mode above: drop the transaction count of every
    * TMA barrier, so that waits never complete. */
   bool break_barriers;
+  /* The .tile file, named by a failing device_assert (NULL: none). */
+  const char *source_name;
 } GpuOptions;
 
 /* A kernel ready to lower: its lowered IR (a copy of the tile IR, with

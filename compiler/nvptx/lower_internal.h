@@ -138,6 +138,12 @@ LLVMValueRef is_elected(Lower *L);
 /* barrier.cluster arrive + wait: every thread of every program of the
  * cluster (lower_tma.c). */
 void lower_cluster_barrier(Lower *L);
+
+/* ---- lower_debug.c ---- */
+/* vprintf(fmt, {vals}) from the current thread; the values' own types
+ * (i32, i64, double) make the argument buffer. */
+void lower_vprintf(Lower *L, const char *fmt, LLVMValueRef *vals, int n);
+void lower_device_debug(Lower *L, const Op *op);
 /* Runs the code the callback emits only where pred holds. */
 typedef void (*GuardedFn)(Lower *L, void *ctx);
 void guarded(Lower *L, LLVMValueRef pred, GuardedFn fn, void *ctx);

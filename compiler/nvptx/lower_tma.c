@@ -156,24 +156,6 @@ typedef struct WaitCtx {
   MbarInfo *mi;
 } WaitCtx;
 
-/* printf from the kernel (vprintf: the format and a buffer of i32s).
- * Only the debug mode calls it: a call in a kernel serializes its wgmma. */
-static void debug_printf(Lower *L, const char *fmt, LLVMValueRef *vals, int n) {
-  LLVMValueRef str = LLVMBuildGlobalStringPtr(L->b, fmt, "tile_debug_fmt");
-  LLVMTypeRef fields[8];
-  for (int i = 0; i < n; i++) fields[i] = L->t_i32;
-  LLVMTypeRef st = LLVMStructTypeInContext(L->ctx, fields, (unsigned)n, 0);
-  LLVMValueRef buf = LLVMBuildAlloca(L->entry_b, st, "printf_args");
-  for (int i = 0; i < n; i++) LLVMBuildStore(L->b, vals[i], LLVMBuildStructGEP2(L->b, st, buf, (unsigned)i, ""));
-  LLVMTypeRef gptr = LLVMPointerTypeInContext(L->ctx, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(L->mod, "vprintf");
-  LLVMTypeRef pt[2] = {gptr, gptr};
-  LLVMTypeRef fty = LLVMFunctionType(L->t_i32, pt, 2, 0);
-  if (!fn) fn = LLVMAddFunction(L->mod, "vprintf", fty);
-  LLVMValueRef args[2] = {LLVMBuildAddrSpaceCast(L->b, str, gptr, ""), LLVMBuildAddrSpaceCast(L->b, buf, gptr, "")};
-  LLVMBuildCall2(L->b, fty, fn, args, 2, "");
-}
-
 static LLVMValueRef global_timer(Lower *L) {
   return llvm_asm(L, "mov.u64 $0, %globaltimer;", "=l", L->t_i64, NULL, 0, true);
 }
@@ -195,7 +177,7 @@ static void report_timeout(Lower *L, void *p) {
   vals[3] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.y", L->t_i32, NULL, 0);
   vals[4] = call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.z", L->t_i32, NULL, 0);
   vals[5] = L->tid_raw;
-  debug_printf(L, fmt, vals, 6);
+  lower_vprintf(L, fmt, vals, 6);
   call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
 }
 
@@ -416,7 +398,7 @@ static void report_offset(Lower *L, void *p) {
   LLVMValueRef vals[4] = {c->inner, call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.x", L->t_i32, NULL, 0),
                           call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.y", L->t_i32, NULL, 0),
                           call_intrinsic(L, "llvm.nvvm.read.ptx.sreg.ctaid.z", L->t_i32, NULL, 0)};
-  debug_printf(L, fmt, vals, 4);
+  lower_vprintf(L, fmt, vals, 4);
   call_intrinsic(L, "llvm.trap", L->t_void, NULL, 0);
 }
 

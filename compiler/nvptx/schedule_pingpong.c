@@ -169,6 +169,7 @@ static void walk(Skip *k, const Block *src, Block *dst) {
       for (uint32_t i = 0; i < op->noperands; i++) c->operands[i] = walk_value(k, op->operands[i]);
       memcpy(c->attr, op->attr, sizeof c->attr);
       c->fattr = op->fattr;
+      c->text = op->text;
       if (op->nresults) ptrmap_put(&k->map, &op->results[0], &c->results[0]);
     }
     ir_append(dst, c);

@@ -613,6 +613,58 @@ IRGEN_NOINLINE static SVal bi_static_print(const Call *c) {
   return (SVal){.kind = SV_VOID, .loc = c->loc};
 }
 
+/* Largest message of device_print and device_assert: a line of output,
+ * kept well below vprintf's per-call buffer. */
+#define DEVICE_MESSAGE_MAX 256
+
+static const char *device_message(const Call *c, int i, const char *dflt) {
+  if (!has(c, i)) return dflt;
+  SVal m = arg(c, i);
+  if (m.kind == SV_ERROR) return NULL;
+  if (m.kind != SV_STRING) {
+    fail(c, arg_loc(c, i), "message must be a string");
+    return NULL;
+  }
+  if (strlen(m.str) > DEVICE_MESSAGE_MAX) {
+    fail(c, arg_loc(c, i), arena_printf(c->g->arena, "message is longer than %d bytes", DEVICE_MESSAGE_MAX));
+    return NULL;
+  }
+  return m.str;
+}
+
+/* device_print(message [, value]): when the program runs, a line per
+ * element of the value (or one line) with the program and the index. */
+IRGEN_NOINLINE static SVal bi_device_print(const Call *c) {
+  const char *msg = device_message(c, 0, NULL);
+  if (!msg) return sv_error();
+  Value *v = NULL;
+  if (has(c, 1)) {
+    if (!(v = value_arg(c, 1))) return sv_error();
+    if (v->type.kind == SK_PTR || v->type.kind == SK_DESC || v->type.kind == SK_VOID)
+      return fail(c, arg_loc(c, 1), arena_printf(c->g->arena, "device_print prints numbers, not %s", tn(c, v->type)));
+  }
+  Op *op = emit_op(c->g, OP_DEVICE_PRINT, v ? 1 : 0, &v, 0, type_scalar(SK_VOID), c->loc);
+  if (op) op->text = arena_strdup(c->g->arena, msg);
+  return (SVal){.kind = SV_VOID, .loc = c->loc};
+}
+
+/* device_assert(cond [, message]): the run stops where cond is false. A
+ * condition known true at compile time makes no op; one known false is
+ * still a run-time failure (the op may sit in code that never runs). */
+IRGEN_NOINLINE static SVal bi_device_assert(const Call *c) {
+  Value *v = value_arg(c, 0);
+  if (!v) return sv_error();
+  if (v->type.kind != SK_I1)
+    return fail(c, arg_loc(c, 0), arena_printf(c->g->arena, "condition must be i1, not %s", tn(c, v->type)));
+  const char *msg = device_message(c, 1, "assertion failed");
+  if (!msg) return sv_error();
+  int64_t k;
+  if (v->type.rank == 0 && ir_const_int(v, &k) && k) return (SVal){.kind = SV_VOID, .loc = c->loc};
+  Op *op = emit_op(c->g, OP_DEVICE_ASSERT, 1, &v, 0, type_scalar(SK_VOID), c->loc);
+  if (op) op->text = arena_strdup(c->g->arena, msg);
+  return (SVal){.kind = SV_VOID, .loc = c->loc};
+}
+
 SVal gen_builtin(Gen *g, Expr *e) {
   BuiltinId id = (BuiltinId)e->call.sym->id;
   Call c = {g, e, builtin_info[id].name, e->loc};
@@ -656,6 +708,8 @@ SVal gen_builtin(Gen *g, Expr *e) {
   case BI_LOAD_BLOCK: return bi_load_block(&c);
   case BI_STORE_BLOCK: return bi_store_block(&c);
   case BI_STATIC_ASSERT: return bi_static_assert(&c);
+  case BI_DEVICE_PRINT: return bi_device_print(&c);
+  case BI_DEVICE_ASSERT: return bi_device_assert(&c);
   case BI_STATIC_PRINT: return bi_static_print(&c);
   case BI_COUNT: break;
   }

@@ -67,7 +67,9 @@
   X(LOAD_BLOCK, "load_block", 3, 3, "desc,offsets,shape")               \
   X(STORE_BLOCK, "store_block", 3, 3, "desc,offsets,value")             \
   X(STATIC_ASSERT, "static_assert", 1, 2, "cond,message")               \
-  X(STATIC_PRINT, "static_print", 1, 2, "value,message")
+  X(STATIC_PRINT, "static_print", 1, 2, "value,message")              \
+  X(DEVICE_PRINT, "device_print", 1, 2, "message,value")              \
+  X(DEVICE_ASSERT, "device_assert", 1, 2, "cond,message")
 
 typedef enum BuiltinId {
 #define X(id, name, mina, maxa, params) BI_##id,

@@ -404,6 +404,7 @@ int gpu_tma_tests(Gpu *g, const char *only);
 int gpu_attention_tests(Gpu *g, const char *only);
 int gpu_mlp_tests(Gpu *g, const char *only);
 int gpu_jit_tests(Gpu *g, const char *only);
+int gpu_debug_tests(Gpu *g, const char *only);
 
 int gpu_tests_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
@@ -426,6 +427,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
   gpu_attention_tests(&g, only);
   gpu_mlp_tests(&g, only);
   gpu_jit_tests(&g, only);
+  gpu_debug_tests(&g, only);
   gpu_gemm_tests(&g, only); /* last: its ping-pong cases, in the barrier debug mode */
   printf("%d passed, %d failed\n", g.passed, g.failed);
   gpu_close(&g);

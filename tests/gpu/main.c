@@ -14,6 +14,9 @@
  *                          with a broken barrier protocol or a misaligned
  *                          TMA offset, or the warp-specialized GEMM with
  *                          a broken protocol
+ *   tile-gpu debug-print print|assert
+ *                          (used by the tests) tests/kernels/device_print.tile
+ *                          on the GPU, its assertion holding or failing
  *
  * Sources (.tile files) are read from TILE_SOURCE_ROOT, or the directory
  * given by --root DIR before the command. Exits 77 (skipped) without a GPU.
@@ -29,6 +32,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root);
 int gpu_bench_main(int argc, char **argv, const char *source_root);
 int gpu_debug_trap_child(const char *what, const char *source_root);
 int gpu_diff_main(int argc, char **argv, const char *source_root);
+int gpu_debug_child(const char *what, const char *source_root);
 
 int main(int argc, char **argv) {
   const char *root = TILE_SOURCE_ROOT;
@@ -38,6 +42,7 @@ int main(int argc, char **argv) {
   if (i < argc && !strcmp(argv[i], "bench")) return gpu_bench_main(argc - i - 1, argv + i + 1, root);
   if (i < argc && !strcmp(argv[i], "diff")) return gpu_diff_main(argc - i - 1, argv + i + 1, root);
   if (i < argc && !strcmp(argv[i], "debug-trap")) return gpu_debug_trap_child(i + 1 < argc ? argv[i + 1] : NULL, root);
+  if (i < argc && !strcmp(argv[i], "debug-print")) return gpu_debug_child(i + 1 < argc ? argv[i + 1] : NULL, root);
   fprintf(stderr, "usage: tile-gpu [--root DIR] test [NAME] | bench [SECTION] | diff [OPTIONS]\n");
   return 2;
 }

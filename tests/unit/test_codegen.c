@@ -878,3 +878,22 @@ Test(codegen, deferred_waits_still_precede_the_ring_release) {
     tc_free(c);
   }
 }
+
+/* device_print is vprintf with the interpreter's format (here the f32
+ * tile's "%.9g" and the message's '%' doubled), device_assert
+ * __assertfail with the message, the file and the line. */
+Test(codegen, device_print_and_assert_call_vprintf_and_assertfail) {
+  char *ptx = ptx_of("tests/kernels/device_print.tile", NULL);
+  cr_expect(strstr(ptx, "vprintf,"), "no call of vprintf:\n%s", ptx);
+  cr_expect(strstr(ptx, ".extern .func __assertfail"), "%s", ptx);
+  free(ptx);
+  tc_compilation *c = generate("tests/kernels/device_print.tile", NULL, TC_LINKER_NONE);
+  char *ll = tc_emit(c, TC_EMIT_LLVM);
+  tc_free(c);
+  cr_expect(strstr(ll, "pid (%d, %d, %d) idx (%d, %d) v: %.9g\\0A"), "%s", ll);
+  cr_expect(strstr(ll, "idx - 3 (100%%): %lld"), "the message's %% doubled");
+  cr_expect(strstr(ll, "pid (%d, %d, %d) program start\\0A"), "a message alone");
+  cr_expect(strstr(ll, "c\"x <= limit\\00\""), "the assert message");
+  cr_expect(strstr(ll, "device_print.tile\\00\""), "the file");
+  free(ll);
+}
