@@ -508,8 +508,9 @@ static void where_text(const Interp *ip, bool pid, TType t, int64_t i, char *buf
   int n = pid ? snprintf(buf, size, "pid (%lld, %lld, %lld) ", (long long)ip->pid[0], (long long)ip->pid[1],
                          (long long)ip->pid[2])
               : 0;
+  if (n < 0 || (size_t)n >= size) n = 0;
   buf[n] = 0;
-  if (t.rank == 0 || n < 0 || (size_t)n >= size) return;
+  if (t.rank == 0) return;
   int64_t coord[TILE_MAX_RANK];
   for (int d = t.rank - 1; d >= 0; d--) {
     coord[d] = i % t.shape[d];

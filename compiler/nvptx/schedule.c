@@ -620,7 +620,7 @@ static void defer_waits(Sched *s, Block *b) {
 
 bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
                    ScheduleResult *out) {
-  Sched s = {f, a, diags, roles->compute_warps, axes, NULL, out, false, roles, {0}, 0};
+  Sched s = {f, a, diags, roles->compute_warps, axes, NULL, out, false, roles, {0}, 0, 0};
   ptrmap_init(&s.producer_ops, a);
   out->nparams = (int)f->body.nargs;
   out->descs = ARENA_ARRAY(a, DescBox, out->nparams ? out->nparams : 1);
@@ -628,6 +628,12 @@ bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Ar
   if (!f->body.first) return true;
   plan_descs(&s);
   if (!s.failed) visit_kind(&s, &f->body, OP_FOR, visit_pipeline);
+  /* a cluster's only use here is sharing copies: say when none is */
+  if (!s.failed && func_cluster(f) > 1 && !s.multicast_loads)
+    diag_warning(diags, f->loc,
+                 "GPU back end: kernel '%s' has '@cluster(%d)' but no pipelined load_block is the same in every program "
+                 "of a cluster, so nothing is shared (derive its coordinates from cluster_id(): spec/annotations.md)",
+                 f->name, f->cluster);
   if (!s.failed) visit_kind(&s, &f->body, OP_DOT, visit_dot);
   if (!s.failed) visit_kind(&s, &f->body, OP_BLOCK_LOAD, visit_block_load);
   if (!s.failed) visit_kind(&s, &f->body, OP_BLOCK_STORE, visit_block_store);

@@ -18,6 +18,7 @@ typedef struct Sched {
   const WarpRoles *roles;
   PtrMap producer_ops; /* Op* -> 1: what only the producer warpgroups run */
   int nsplit_loops;    /* loops whose copies the producers issue */
+  int multicast_loads; /* copies shared by a cluster (schedule_pipeline.c) */
 } Sched;
 
 void sched_error(Sched *s, const Op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

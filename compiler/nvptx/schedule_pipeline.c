@@ -294,6 +294,7 @@ static void decide_multicast(Pipe *p) {
     if (!l->tma || !sched_cluster_uniform(s, l->op, l->op->operands + 1, (int)l->op->noperands - 1)) continue;
     l->multicast = true;
     p->cluster = C;
+    s->multicast_loads++;
   }
 }
 

@@ -119,6 +119,9 @@ static char *emitted(const char *src, const char *const *defines, tc_emit_kind w
 static const char *const cluster2[] = {"CLUSTER", "2", NULL};
 
 Test(cluster, gemm_ws_multicasts_the_shared_b_copies) {
+  tc_compilation *c = generated(NULL, cluster2);
+  cr_expect(!strstr(tc_diagnostics(c), "warning"), "%s", tc_diagnostics(c));
+  tc_free(c);
   char *l = emitted(NULL, cluster2, TC_EMIT_LOWERED);
   cr_expect(strstr(l, "warps(12) cluster(2) warp_specialize(1, 2, 40, 232)"), "%s", l);
   /* A's copy at (m0, k0) differs between the two programs; B's at (k0, n0) is the same */
@@ -154,7 +157,12 @@ Test(cluster, unproven_coordinates_are_not_multicast) {
   char changed[SOURCE_MAX];
   snprintf(changed, sizeof changed, "%.*srange((program_id(0) - cluster_rank()) / CLUSTER, %s", (int)(at - src), src,
            at + strlen(from));
-  char *l = emitted(changed, cluster2, TC_EMIT_LOWERED);
+  tc_compilation *c = generated(changed, cluster2);
+  cr_expect(strstr(tc_diagnostics(c), "warning: GPU back end: kernel 'gemm_ws' has '@cluster(2)' but no pipelined "
+                                      "load_block is the same in every program of a cluster"),
+            "%s", tc_diagnostics(c));
+  char *l = tc_emit(c, TC_EMIT_LOWERED);
+  tc_free(c);
   cr_expect(strstr(l, "cluster(2)"), "%s", l);
   cr_expect_eq(harness_count(l, "multicast"), 0, "%s", l);
   cr_expect_eq(harness_count(l, "{cluster = 2}"), 0, "%s", l);
