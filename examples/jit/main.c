@@ -16,8 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
 #include "tile_jit.h"
 
 #define N 1000003
@@ -32,19 +30,6 @@ static double now_us(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-/* Removes the example's cache directory and its entries. */
-static void remove_cache(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  for (struct dirent *e; (e = readdir(d));) {
-    char p[4096];
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-      unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -114,8 +99,9 @@ int main(int argc, char **argv) {
   tile_status st = tile_runtime_create(&cfg, &rt);
   if (st == TILE_ERROR_NO_DRIVER || st == TILE_ERROR_NO_DEVICE) {
     printf("no GPU here (%s): nothing to run\n", tile_last_error());
+    tile_jit_clear(jit, NULL);
     tile_jit_destroy(jit);
-    remove_cache(dir);
+    rmdir(dir);
     return 77;
   }
   if (st != TILE_OK) return fail("tile_runtime_create");
@@ -147,7 +133,8 @@ int main(int argc, char **argv) {
   free(x), free(y), free(z);
   tile_module_unload(mod);
   tile_runtime_destroy(rt);
+  tile_jit_clear(jit, NULL); /* the example's cache directory is temporary */
   tile_jit_destroy(jit);
-  remove_cache(dir);
+  rmdir(dir);
   return e == 0 ? 0 : 1;
 }

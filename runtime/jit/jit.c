@@ -217,15 +217,14 @@ static int older_first(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-/* Removes the least recently used entries while the cache is above its
- * limit (down to TRIM_TARGET_PERCENT of it). Entries other processes are
- * reading stay readable to them (POSIX unlink). */
-static void trim(const tile_jit *j) {
+/* The cache's entries (malloc'd, *n of them; NULL when there are none or
+ * the directory cannot be read), with their sizes and times. */
+static DirEntry *list_entries(const tile_jit *j, size_t *n) {
+  *n = 0;
   DIR *d = opendir(j->dir);
-  if (!d) return;
+  if (!d) return NULL;
   DirEntry *list = NULL;
-  size_t n = 0, cap = 0;
-  uint64_t total = 0;
+  size_t cap = 0;
   size_t slen = strlen(ENTRY_SUFFIX);
   for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
@@ -233,29 +232,55 @@ static void trim(const tile_jit *j) {
     char path[JIT_PATH_MAX];
     struct stat st;
     if (snprintf(path, sizeof path, "%s/%s", j->dir, e->d_name) >= (int)sizeof path || stat(path, &st) != 0) continue;
-    if (n == cap) {
+    if (*n == cap) {
       size_t nc = cap ? cap * 2 : 64;
       DirEntry *g = realloc(list, sizeof *g * nc);
       if (!g) break;
       list = g, cap = nc;
     }
-    memcpy(list[n].name, e->d_name, len + 1);
-    list[n].bytes = (uint64_t)st.st_size;
-    list[n].mtime = st.st_mtim;
-    total += list[n].bytes;
-    n++;
+    memcpy(list[*n].name, e->d_name, len + 1);
+    list[*n].bytes = (uint64_t)st.st_size;
+    list[*n].mtime = st.st_mtim;
+    ++*n;
   }
   closedir(d);
+  return list;
+}
+
+static bool remove_entry(const tile_jit *j, const DirEntry *e) {
+  char path[JIT_PATH_MAX];
+  int w = snprintf(path, sizeof path, "%s/%s", j->dir, e->name);
+  return w > 0 && (size_t)w < sizeof path && unlink(path) == 0;
+}
+
+/* Removes the least recently used entries while the cache is above its
+ * limit (down to TRIM_TARGET_PERCENT of it). Entries other processes are
+ * reading stay readable to them (POSIX unlink). */
+static void trim(const tile_jit *j) {
+  size_t n;
+  DirEntry *list = list_entries(j, &n);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) total += list[i].bytes;
   if (total > j->max_disk_bytes) {
     qsort(list, n, sizeof *list, older_first);
     uint64_t target = j->max_disk_bytes / 100 * TRIM_TARGET_PERCENT;
-    for (size_t i = 0; i < n && total > target; i++) {
-      char path[JIT_PATH_MAX];
-      int w = snprintf(path, sizeof path, "%s/%s", j->dir, list[i].name);
-      if (w > 0 && (size_t)w < sizeof path && unlink(path) == 0) total -= list[i].bytes;
-    }
+    for (size_t i = 0; i < n && total > target; i++)
+      if (remove_entry(j, &list[i])) total -= list[i].bytes;
   }
   free(list);
+}
+
+tile_status tile_jit_clear(tile_jit *jit, int *removed) {
+  if (removed) *removed = 0;
+  if (!jit) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_jit_clear: jit is NULL");
+  if (!jit->dir[0]) return TILE_OK;
+  size_t n;
+  DirEntry *list = list_entries(jit, &n);
+  int gone = 0;
+  for (size_t i = 0; i < n; i++) gone += remove_entry(jit, &list[i]);
+  free(list);
+  if (removed) *removed = gone;
+  return TILE_OK;
 }
 
 static void set_store_error(tile_jit *j, const char *what, const char *path) {

@@ -107,6 +107,13 @@ tile_status tile_jit_cubin(tile_jit *jit, const tile_jit_source *src, const void
 tile_status tile_jit_load(tile_jit *jit, tile_runtime *rt, const tile_jit_source *src, tile_module **module,
                           tile_kernel **kernel);
 
+/* Removes every entry of the on-disk cache (the files tile_jit stores;
+ * nothing else in the directory), and says how many in *removed (may be
+ * NULL). The in-memory cache stays: cubins handed out remain valid, and
+ * this jit still returns them (TILE_JIT_MEMORY); a new tile_jit compiles
+ * again. Without a disk cache it removes nothing. */
+tile_status tile_jit_clear(tile_jit *jit, int *removed);
+
 /* The cache directory in use, or NULL when there is no disk cache. */
 const char *tile_jit_cache_dir(const tile_jit *jit);
 /* Copies into buf the reason the last store to the disk cache failed

@@ -115,6 +115,42 @@ Test(jit, hits_give_the_compiled_bytes_from_memory_and_from_disk) {
   remove_dir(dir);
 }
 
+/* tile_jit_clear removes the entries (only them); the jit keeps its
+ * memory copies, a new one compiles again. */
+Test(jit, clear_removes_the_disk_entries) {
+  if (!have_toolkit()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  char dir[64], other[96];
+  temp_dir(dir, sizeof dir);
+  snprintf(other, sizeof other, "%s/notes.txt", dir);
+  FILE *f = fopen(other, "w");
+  cr_assert(f);
+  fputs("not an entry\n", f);
+  fclose(f);
+  tile_jit *j = make_jit(dir);
+  tile_jit_source s1 = scale_src("512"); /* scale_src's defines are static: one source at a time */
+  const void *a;
+  size_t na;
+  tile_jit_origin o;
+  cr_assert_eq(tile_jit_cubin(j, &s1, &a, &na, &o), TILE_OK, "%s", tile_last_error());
+  s1 = scale_src("256");
+  cr_assert_eq(tile_jit_cubin(j, &s1, &a, &na, &o), TILE_OK, "%s", tile_last_error());
+  cr_expect_eq(count_entries(dir, NULL, NULL), 2);
+  int removed = -1;
+  cr_expect_eq(tile_jit_clear(j, &removed), TILE_OK);
+  cr_expect_eq(removed, 2);
+  cr_expect_eq(count_entries(dir, NULL, NULL), 0);
+  cr_expect_eq(access(other, F_OK), 0, "a file that is not an entry stays");
+  cr_assert_eq(tile_jit_cubin(j, &s1, &a, &na, &o), TILE_OK);
+  cr_expect_eq(o, TILE_JIT_MEMORY);
+  tile_jit_destroy(j);
+  j = make_jit(dir);
+  cr_assert_eq(tile_jit_cubin(j, &s1, &a, &na, &o), TILE_OK);
+  cr_expect_eq(o, TILE_JIT_COMPILED);
+  cr_expect_eq(tile_jit_clear(NULL, NULL), TILE_ERROR_INVALID_ARGUMENT);
+  tile_jit_destroy(j);
+  remove_dir(dir);
+}
+
 Test(jit, the_key_covers_consts_kernel_source_and_options) {
   if (!have_toolkit()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
   char dir[64];
