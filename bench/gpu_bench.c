@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "cublas_anchor.h"
 #include "gpu_common.h"
 #include "numeric/numeric.h"
+#include "tile_jit.h"
 
 #define WARMUP 5
 #define REPS 30
@@ -991,6 +993,56 @@ static void bench_launch(Gpu *g) {
 
 /* ---- compile time ---- */
 
+/* Lookups timed per kind of hit (the median). */
+#define JIT_LOOKUP_REPS 101
+
+static double jit_lookup_us(tile_jit *jit, const tile_jit_source *src, tile_jit_origin want, double *out_ms) {
+  const void *cubin;
+  size_t size;
+  tile_jit_origin from;
+  double t0 = now_ms();
+  tile_status st = tile_jit_cubin(jit, src, &cubin, &size, &from);
+  *out_ms = now_ms() - t0;
+  return st == TILE_OK && from == want ? *out_ms * 1e3 : -1;
+}
+
+/* The JIT on the standard flash attention (flash_attention_ws, its
+ * defaults: d128): a compile into an empty cache, then lookups from
+ * memory and, through a second tile_jit, from disk. The anchor, Triton
+ * 3.6's cold compile and cached call of an attention kernel, is measured
+ * by bench/jit_anchor.py in the same run. */
+static void bench_jit(Gpu *g) {
+  char dir[] = "/tmp/tile-bench-jit-XXXXXX";
+  if (!mkdtemp(dir)) return;
+  size_t len;
+  char *text = variant_read_source(g, "lang/std/flash_attention_ws.tile", &len);
+  tile_jit_options o = {.cache_dir = dir};
+  tile_jit *a = NULL, *b = NULL;
+  tile_jit_source src = {"flash_attention_ws.tile", text, len, "flash_attention_ws", NULL, 0};
+  double ms = 0, cold = -1, mem[JIT_LOOKUP_REPS], disk[JIT_LOOKUP_REPS];
+  bool ok = text && tile_jit_create(&o, &a) == TILE_OK;
+  if (ok && jit_lookup_us(a, &src, TILE_JIT_COMPILED, &ms) >= 0) cold = ms;
+  for (int r = 0; ok && r < JIT_LOOKUP_REPS; r++) mem[r] = jit_lookup_us(a, &src, TILE_JIT_MEMORY, &ms);
+  for (int r = 0; ok && r < JIT_LOOKUP_REPS; r++) {
+    ok = tile_jit_create(&o, &b) == TILE_OK;
+    disk[r] = ok ? jit_lookup_us(b, &src, TILE_JIT_DISK, &ms) : -1;
+    tile_jit_destroy(b);
+  }
+  if (ok && cold >= 0) {
+    qsort(mem, JIT_LOOKUP_REPS, sizeof(double), cmp_double);
+    qsort(disk, JIT_LOOKUP_REPS, sizeof(double), cmp_double);
+    add_row("JIT flash_attention_ws, empty cache (ms)", cold, 0, "ms");
+    add_row("JIT flash_attention_ws, from memory (us)", mem[JIT_LOOKUP_REPS / 2], 0, "us");
+    add_row("JIT flash_attention_ws, from disk (us)", disk[JIT_LOOKUP_REPS / 2], 0, "us");
+  } else {
+    printf("JIT: %s\n", tile_last_error());
+  }
+  if (a) tile_jit_clear(a, NULL);
+  tile_jit_destroy(a);
+  rmdir(dir);
+  free(text);
+}
+
 static void bench_compile(Gpu *g) {
   static const char *const files[] = {"lang/std/softmax.tile",  "lang/std/layernorm.tile", "lang/std/gemm.tile",
                                       "lang/std/gemm_tma.tile", "lang/std/gemm_fp8.tile",  "lang/std/flash_attention.tile",
@@ -1008,6 +1060,7 @@ static void bench_compile(Gpu *g) {
     snprintf(name, sizeof name, "compile %s to cubin (ms)", strrchr(files[i], '/') + 1);
     add_row(name, t[COMPILE_REPS / 2], 0, "ms");
   }
+  bench_jit(g);
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
