@@ -36,6 +36,9 @@
 
 typedef struct Entry {
   uint8_t key[SHA256_BYTES];
+  uint64_t quick;   /* checksum64 of the key text: the memory look-up */
+  char *key_text;   /* what the key covers (key_text below) */
+  size_t key_len;
   void *cubin;
   size_t size;
   struct Entry *next;
@@ -53,9 +56,32 @@ struct tile_jit {
 
 /* ---- keys ---- */
 
-static void hash_str(Sha256 *s, const char *text) {
+/* A growing byte string. */
+typedef struct KeyText {
+  char *p;
+  size_t n, cap;
+  bool failed;
+} KeyText;
+
+static void put_bytes(KeyText *k, const void *data, size_t len) {
+  if (k->failed) return;
+  if (k->n + len > k->cap) {
+    size_t cap = k->cap ? k->cap : 256;
+    while (cap < k->n + len) cap *= 2;
+    char *g = realloc(k->p, cap);
+    if (!g) {
+      k->failed = true;
+      return;
+    }
+    k->p = g, k->cap = cap;
+  }
+  memcpy(k->p + k->n, data, len);
+  k->n += len;
+}
+
+static void put_str(KeyText *k, const char *text) {
   const char *t = text ? text : "";
-  sha256_update(s, t, strlen(t) + 1);
+  put_bytes(k, t, strlen(t) + 1);
 }
 
 static int cmp_define(const void *a, const void *b) {
@@ -63,41 +89,50 @@ static int cmp_define(const void *a, const void *b) {
   return strcmp(x->name ? x->name : "", y->name ? y->name : "");
 }
 
-static bool make_key(const tile_jit *j, const tile_jit_source *src, const char *text, size_t len,
-                     uint8_t key[SHA256_BYTES]) {
-  Sha256 s;
-  sha256_init(&s);
+/* Everything that changes the cubin, as one byte string (malloc'd, NULL
+ * when out of memory): the key is its SHA-256 (the disk entry's name), and
+ * the memory cache compares it whole, so that a hit hashes nothing but a
+ * fast checksum. */
+static char *key_text(const tile_jit *j, const tile_jit_source *src, const char *text, size_t len, size_t *out_len) {
+  KeyText k = {0};
   char llvm[64], num[64];
-  hash_str(&s, "tile-jit key 1");
-  hash_str(&s, TILE_JIT_COMPILER_ID);
-  hash_str(&s, TILEC_VERSION);
-  hash_str(&s, tc_llvm_version(llvm, sizeof llvm));
+  put_str(&k, "tile-jit key 2");
+  put_str(&k, TILE_JIT_COMPILER_ID);
+  put_str(&k, TILEC_VERSION);
+  put_str(&k, tc_llvm_version(llvm, sizeof llvm));
   snprintf(num, sizeof num, "cuda %d linker %d debug %d no_opt %d", CUDA_VERSION, (int)j->opt.linker,
            (int)j->opt.debug_barriers, (int)j->opt.no_opt);
-  hash_str(&s, num);
-  hash_str(&s, j->arch);
-  hash_str(&s, src->filename);
-  hash_str(&s, src->kernel ? src->kernel : "(every kernel)");
+  put_str(&k, num);
+  put_str(&k, j->arch);
+  put_str(&k, src->filename);
+  put_str(&k, src->kernel ? src->kernel : "(every kernel)");
   /* sorted by name (stable for repeated names: the later one wins in the
    * compiler, and keeps its place here) */
   int n = src->ndefines > 0 ? src->ndefines : 0;
   tc_define *d = n ? malloc(sizeof *d * (size_t)n) : NULL;
-  if (n && !d) return false;
+  if (n && !d) {
+    free(k.p);
+    return NULL;
+  }
   for (int i = 0; i < n; i++) d[i] = src->defines[i];
   for (int i = 1; i < n; i++) /* insertion sort: stable, and n is small */
-    for (int k = i; k > 0 && cmp_define(&d[k - 1], &d[k]) > 0; k--) {
-      tc_define t = d[k];
-      d[k] = d[k - 1], d[k - 1] = t;
+    for (int m = i; m > 0 && cmp_define(&d[m - 1], &d[m]) > 0; m--) {
+      tc_define t = d[m];
+      d[m] = d[m - 1], d[m - 1] = t;
     }
   snprintf(num, sizeof num, "defines %d", n);
-  hash_str(&s, num);
-  for (int i = 0; i < n; i++) hash_str(&s, d[i].name), hash_str(&s, d[i].value);
+  put_str(&k, num);
+  for (int i = 0; i < n; i++) put_str(&k, d[i].name), put_str(&k, d[i].value);
   free(d);
   snprintf(num, sizeof num, "source %zu", len);
-  hash_str(&s, num);
-  sha256_update(&s, text, len);
-  sha256_final(&s, key);
-  return true;
+  put_str(&k, num);
+  put_bytes(&k, text, len);
+  if (k.failed) {
+    free(k.p);
+    return NULL;
+  }
+  *out_len = k.n;
+  return k.p;
 }
 
 /* A fast checksum of an entry's cubin (corruption and truncation, not
@@ -360,6 +395,7 @@ void tile_jit_destroy(tile_jit *j) {
   for (Entry *e = j->entries, *next; e; e = next) {
     next = e->next;
     free(e->cubin);
+    free(e->key_text);
     free(e);
   }
   pthread_mutex_destroy(&j->lock);
@@ -378,25 +414,28 @@ const char *tile_jit_last_store_error(tile_jit *j, char *buf, size_t size) {
   return buf;
 }
 
-static Entry *find(tile_jit *j, const uint8_t key[SHA256_BYTES]) {
+/* The entry made from the same key text, if any (under j->lock). */
+static Entry *find(tile_jit *j, uint64_t quick, const char *text, size_t len) {
   for (Entry *e = j->entries; e; e = e->next)
-    if (!memcmp(e->key, key, SHA256_BYTES)) return e;
+    if (e->quick == quick && e->key_len == len && !memcmp(e->key_text, text, len)) return e;
   return NULL;
 }
 
-/* Keeps cubin (taking ownership) unless another thread got there first;
- * returns the entry that holds the key. */
-static Entry *remember(tile_jit *j, const uint8_t key[SHA256_BYTES], void *cubin, size_t size) {
+/* Keeps cubin and the key text (taking ownership of both) unless another
+ * thread got there first; returns the entry that holds the key. */
+static Entry *remember(tile_jit *j, const uint8_t key[SHA256_BYTES], uint64_t quick, char *text, size_t len,
+                       void *cubin, size_t size) {
   pthread_mutex_lock(&j->lock);
-  Entry *e = find(j, key);
+  Entry *e = find(j, quick, text, len);
   if (e) {
-    free(cubin);
+    free(cubin), free(text);
   } else if ((e = malloc(sizeof *e))) {
     memcpy(e->key, key, SHA256_BYTES);
+    e->quick = quick, e->key_text = text, e->key_len = len;
     e->cubin = cubin, e->size = size, e->next = j->entries;
     j->entries = e;
   } else {
-    free(cubin);
+    free(cubin), free(text);
   }
   pthread_mutex_unlock(&j->lock);
   return e;
@@ -471,20 +510,30 @@ tile_status tile_jit_cubin(tile_jit *j, const tile_jit_source *src, const void *
     if (st != TILE_OK) return st;
     text = owned;
   }
-  uint8_t key[SHA256_BYTES];
-  if (!make_key(j, src, text, len, key)) {
+  size_t klen = 0;
+  char *ktext = key_text(j, src, text, len, &klen);
+  if (!ktext) {
     free(owned);
     return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory");
   }
+  uint64_t quick = checksum64(ktext, klen);
   pthread_mutex_lock(&j->lock);
-  Entry *e = find(j, key);
+  Entry *e = find(j, quick, ktext, klen);
   pthread_mutex_unlock(&j->lock);
   tile_jit_origin from = TILE_JIT_MEMORY;
+  uint8_t key[SHA256_BYTES];
+  if (!e) {
+    Sha256 h;
+    sha256_init(&h);
+    sha256_update(&h, ktext, klen);
+    sha256_final(&h, key);
+  }
   if (!e && j->dir[0]) {
     size_t n = 0;
     void *bytes = read_entry(j, key, &n);
     if (bytes) {
-      e = remember(j, key, bytes, n);
+      e = remember(j, key, quick, ktext, klen, bytes, n);
+      ktext = NULL;
       from = TILE_JIT_DISK;
     }
   }
@@ -493,13 +542,15 @@ tile_status tile_jit_cubin(tile_jit *j, const tile_jit_source *src, const void *
     size_t n = 0;
     tile_status st = compile(j, src, text, len, &bytes, &n);
     if (st != TILE_OK) {
-      free(owned);
+      free(owned), free(ktext);
       return st;
     }
     if (j->dir[0]) store_entry(j, key, bytes, n);
-    e = remember(j, key, bytes, n);
+    e = remember(j, key, quick, ktext, klen, bytes, n);
+    ktext = NULL;
     from = TILE_JIT_COMPILED;
   }
+  free(ktext);
   free(owned);
   if (!e) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory");
   *cubin = e->cubin, *size = e->size;
