@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/masks.h"
 #include "../front/parser.h"
 #include "../interp/interp.h"
 #include "../passes/passes.h"
@@ -110,6 +111,7 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
   if (!stage_ok(c)) return c;
   optimize(c, o);
   if (stage_ok(c)) warn_unused(c->prog, &c->diags);
+  if (stage_ok(c)) warn_constant_masks(c->module, &c->diags);
   return c;
 }
 

@@ -765,3 +765,47 @@ Test(diagnostics, error_cap_of_twenty) {
   cr_expect_eq(count, 20);
   free(h);
 }
+
+/* Masks that cannot be false: a warning at the comparison, once however
+ * many specializations share it; not for comparisons that can fail or
+ * whose operands have no range (parameters, loads). */
+static const char *mask_warnings(const char *src, const tc_options *o) {
+  static char out[4096];
+  tc_compilation *c = tc_compile("m.tile", src, strlen(src), o);
+  snprintf(out, sizeof out, "%s", tc_diagnostics(c));
+  cr_expect_eq(tc_error_count(c), 0, "%s", out);
+  tc_free(c);
+  return out;
+}
+
+Test(diagnostics, masks_that_cannot_be_false) {
+  const char *always = "kernel k(x: *f32, y: *f32, n: i32, const B: i32 = 256) {\n"
+                       "    let i = arange(0, B);\n"
+                       "    let j = program_id(0);\n"
+                       "    store(y + i, load(x + i, i < B), j >= 0 && i <= B - 1);\n"
+                       "}\n";
+  const char *w = mask_warnings(always, NULL);
+  cr_expect(strstr(w, "m.tile:4:32: warning: this mask is true for every element (by the ranges of its operands), so it "
+                      "checks nothing; drop it or compare with the bound that was meant"),
+            "%s", w);
+  cr_expect(strstr(w, "m.tile:4:45: warning: this mask is true"), "the && of two true comparisons:\n%s", w);
+  cr_expect_eq(harness_count(w, "warning:"), 2, "%s", w);
+  const char *can_fail = "kernel k(x: *f32, y: *f32, n: i32) {\n"
+                         "    let i = arange(0, 256);\n"
+                         "    store(y + i, load(x + i, i < 255), i < n);\n"
+                         "    store(y + i, 1.0, program_id(0) * 256 + i < 1000);\n"
+                         "}\n";
+  w = mask_warnings(can_fail, NULL);
+  cr_expect_eq(harness_count(w, "warning:"), 0, "%s", w);
+  /* a helper inlined into two kernels: one warning; -Werror makes it an error */
+  const char *two = "fn put(x, v) { let i = arange(0, 64); store(x + i, v, i < 64); }\n"
+                    "kernel k(x: *f32) { put(x, 1.0); }\n"
+                    "kernel k2(x: *f32) { put(x, 2.0); }\n";
+  w = mask_warnings(two, NULL);
+  cr_expect_eq(harness_count(w, "warning: this mask"), 1, "one per location:\n%s", w);
+  tc_compilation *c = tc_compile("m.tile", two, strlen(two), &(tc_options){.warnings_are_errors = true});
+  cr_expect_gt(tc_error_count(c), 0);
+  cr_expect(strstr(tc_diagnostics(c), "so it checks nothing; drop it or compare with the bound that was meant [-Werror]"),
+            "%s", tc_diagnostics(c));
+  tc_free(c);
+}
