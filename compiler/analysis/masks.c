@@ -53,18 +53,28 @@ static Range fit(Range r, TType t) {
 static Range binary(const Op *op, int depth) {
   Range a = range_of(op->operands[0], depth + 1), b = range_of(op->operands[1], depth + 1);
   if (!a.known || !b.known) return (Range){false, 0, 0};
-  /* operands of at most 32 bits: these products and sums fit in int64 */
+  /* operands of at most 32 bits (u32 up to 2^32 - 1): a product can pass
+   * int64, so every step is checked */
+  Range r = {true, 0, 0};
+  bool over = false;
   switch (op->kind) {
-  case OP_ADD: return (Range){true, a.lo + b.lo, a.hi + b.hi};
-  case OP_SUB: return (Range){true, a.lo - b.hi, a.hi - b.lo};
+  case OP_ADD:
+    over = __builtin_add_overflow(a.lo, b.lo, &r.lo) || __builtin_add_overflow(a.hi, b.hi, &r.hi);
+    break;
+  case OP_SUB:
+    over = __builtin_sub_overflow(a.lo, b.hi, &r.lo) || __builtin_sub_overflow(a.hi, b.lo, &r.hi);
+    break;
   case OP_MUL: {
-    int64_t p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-    Range r = {true, p[0], p[0]};
-    for (int i = 1; i < 4; i++) r.lo = p[i] < r.lo ? p[i] : r.lo, r.hi = p[i] > r.hi ? p[i] : r.hi;
-    return r;
+    int64_t p[4];
+    over = __builtin_mul_overflow(a.lo, b.lo, &p[0]) || __builtin_mul_overflow(a.lo, b.hi, &p[1]) ||
+           __builtin_mul_overflow(a.hi, b.lo, &p[2]) || __builtin_mul_overflow(a.hi, b.hi, &p[3]);
+    r.lo = r.hi = p[0];
+    for (int i = 1; i < 4 && !over; i++) r.lo = p[i] < r.lo ? p[i] : r.lo, r.hi = p[i] > r.hi ? p[i] : r.hi;
+    break;
   }
-  default: return (Range){false, 0, 0};
+  default: over = true;
   }
+  return over ? (Range){false, 0, 0} : r;
 }
 
 static Range range_of(const Value *v, int depth) {
