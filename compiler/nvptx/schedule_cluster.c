@@ -23,7 +23,7 @@
  *
  * An op is under uniform control when every loop around it has uniform
  * bounds and every if around it a uniform condition, no while loop
- * encloses it, and the kernel has no early return.
+ * encloses it (kernels have no `return`: every program reaches the end).
  */
 #include "schedule_internal.h"
 
@@ -99,19 +99,9 @@ static bool uniform_value(Uniform *u, const Value *v, int depth) {
   return yes;
 }
 
-static bool early_return(const Block *b, bool top) {
-  for (const Op *op = b->first; op; op = op->next) {
-    if (op->kind == OP_RETURN && (!top || op->next)) return true;
-    for (int r = 0; r < op->nregions; r++)
-      if (early_return(&op->regions[r], false)) return true;
-  }
-  return false;
-}
-
 bool sched_cluster_uniform(Sched *s, const Op *at, Value *const *values, int n) {
   int C = func_cluster(s->f);
   if (C == 1) return true;
-  if (early_return(&s->f->body, true)) return false;
   Uniform u = {s->f, C, {0}};
   ptrmap_init(&u.memo, s->a);
   if (!control_ok(&u, at, 0)) return false;
