@@ -13,12 +13,16 @@
  *
  * Timing: CUDA events around each launch after warm-up, median of the
  * repetitions; buffers are far larger than the 50 MB L2, so no input is
- * served from cache across repetitions.
+ * served from cache across repetitions. A GEMM kernel and its cuBLAS
+ * anchor are timed in alternating rounds (time_pair_ms), so that a change
+ * of the GPU's clocks during the run (power and temperature) moves both
+ * figures alike; each row's anchor is the one measured beside it.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -29,6 +33,14 @@
 
 #define WARMUP 5
 #define REPS 30
+/* Alternating rounds of time_pair_ms: PAIR_ROUNDS rounds of PAIR_REPS
+ * timed calls of each function (60 of each in all, after WARMUP). */
+#define PAIR_ROUNDS 6
+#define PAIR_REPS 10
+/* sustained_ms: calls between synchronizations (about 20 ms of GEMM at
+ * the large shapes), and a bound on the calls. */
+#define SUSTAIN_BATCH 20
+#define SUSTAIN_MAX_CALLS 100000
 #define LAUNCH_REPS 20000
 #define COMPILE_REPS 5
 
@@ -81,6 +93,67 @@ static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
   if (!ok) return -1;
   qsort(t, REPS, sizeof(double), cmp_double);
   return t[REPS / 2];
+}
+
+/* Times one call of fn into t[*n] (events around it); false when it fails. */
+static bool time_one(tile_event *a, tile_event *b, LaunchFn fn, void *ctx, double *t, int *n) {
+  tile_event_record(a, NULL);
+  bool ok = fn(ctx);
+  tile_event_record(b, NULL);
+  tile_event_synchronize(b);
+  float ms;
+  tile_event_elapsed_ms(a, b, &ms);
+  t[(*n)++] = ms;
+  return ok;
+}
+
+/* Medians of fn_a's and fn_b's times, measured in PAIR_ROUNDS alternating
+ * rounds after WARMUP calls of each; false when a call fails. */
+static bool time_pair_ms(Gpu *g, LaunchFn fn_a, void *ctx_a, LaunchFn fn_b, void *ctx_b, double *ms_a,
+                         double *ms_b) {
+  tile_event *a, *b;
+  if (tile_event_create(g->rt, &a) != TILE_OK) return false;
+  if (tile_event_create(g->rt, &b) != TILE_OK) {
+    tile_event_destroy(a);
+    return false;
+  }
+  bool ok = true;
+  for (int i = 0; ok && i < WARMUP; i++) ok = fn_a(ctx_a) && fn_b(ctx_b);
+  double ta[PAIR_ROUNDS * PAIR_REPS], tb[PAIR_ROUNDS * PAIR_REPS];
+  int na = 0, nb = 0;
+  for (int r = 0; ok && r < PAIR_ROUNDS; r++) {
+    for (int i = 0; ok && i < PAIR_REPS; i++) ok = time_one(a, b, fn_a, ctx_a, ta, &na);
+    for (int i = 0; ok && i < PAIR_REPS; i++) ok = time_one(a, b, fn_b, ctx_b, tb, &nb);
+  }
+  tile_event_destroy(a);
+  tile_event_destroy(b);
+  if (!ok) return false;
+  qsort(ta, (size_t)na, sizeof(double), cmp_double);
+  qsort(tb, (size_t)nb, sizeof(double), cmp_double);
+  *ms_a = ta[na / 2], *ms_b = tb[nb / 2];
+  return true;
+}
+
+/* Mean ms of fn launched back to back for about budget_ms (no waits
+ * between calls, as in a steady workload, so that the GPU's clocks settle
+ * under its power limit); prints the wall-clock start and end (seconds,
+ * CLOCK_REALTIME) so that samples of nvidia-smi can be matched to it.
+ * TILE_BENCH_SUSTAIN_MS=N turns it on for the GEMM rows. */
+static double sustained_ms(Gpu *g, LaunchFn fn, void *ctx, double budget_ms, const char *what) {
+  struct timespec t0, t1;
+  double start = now_ms();
+  int calls = 0;
+  clock_gettime(CLOCK_REALTIME, &t0);
+  while (now_ms() - start < budget_ms && calls < SUSTAIN_MAX_CALLS) {
+    for (int i = 0; i < SUSTAIN_BATCH; i++, calls++)
+      if (!fn(ctx)) return -1;
+    tile_synchronize(g->rt);
+  }
+  double ms = (now_ms() - start) / calls;
+  clock_gettime(CLOCK_REALTIME, &t1);
+  printf("  sustain %s %d calls from %.3f to %.3f\n", what, calls, t0.tv_sec + t0.tv_nsec * 1e-9,
+         t1.tv_sec + t1.tv_nsec * 1e-9);
+  return ms;
 }
 
 void bench_add_row(const char *name, double value, double anchor, const char *unit) {
@@ -223,10 +296,10 @@ static void bench_rows(Gpu *g, double copy, const RowKernel *rk, int n) {
  * copies for the fp8 shape) and cuBLAS's C, the reference every kernel's
  * C is checked against. cuBLAS itself is checked first, in every storage
  * order, against a host fp64 reference on a few rows. A kernel variant of
- * ours adds its row next to the anchor with one call, in bench_gemm:
+ * ours is timed in rounds alternating with the anchor and adds its row:
  *
- *     double ms = time_ms(p->g, do_launch, &launch);   (its C in p->c)
- *     gemm_report(p, "tile 128x256x64, 3 stages", GEMM_BF16, ms, p->c);
+ *     double anchor, ms = gemm_time_paired(p, GEMM_BF16, do_launch, &launch, &anchor);
+ *     gemm_report(p, "tile 128x256x64, 3 stages", GEMM_BF16, ms, anchor, p->c);
  *
  * which prints "gemm bf16 8192^3 tile 128x256x64, 3 stages" in TFLOP/s,
  * the ratio to cuBLAS, and the error of its C against cuBLAS's.
@@ -531,13 +604,15 @@ static bool gemm_error_ok(double err) { return err <= GEMM_TOLERANCE; /* false f
 static const char *gemm_kind_name(GemmPrecision prec) { return prec == GEMM_FP8 ? "fp8 e4m3" : "bf16"; }
 
 /* A kernel's row next to its anchor: TFLOP/s from ms (<= 0: the runs
- * failed) with the ratio to cuBLAS's figure, then its C (bf16 [m, n] at c)
+ * failed) with the ratio to anchor_tflops (cuBLAS's figure, measured beside
+ * it), then its C (bf16 [m, n] at c)
  * checked against cuBLAS's on the sampled rows. p->c is poisoned after, so
  * the next variant cannot pass on this one's C. */
-static void gemm_report(GemmProblem *p, const char *variant, GemmPrecision prec, double ms, uint64_t c) {
+static void gemm_report(GemmProblem *p, const char *variant, GemmPrecision prec, double ms, double anchor_tflops,
+                        uint64_t c) {
   char name[ROW_NAME_BYTES];
   snprintf(name, sizeof name, "gemm %s %s %s", gemm_kind_name(prec), p->label, variant);
-  if (ms > 0) add_row(name, gemm_tflops(ms, p), prec == GEMM_FP8 ? p->tflops_fp8 : p->tflops, "TFLOP/s");
+  if (ms > 0) add_row(name, gemm_tflops(ms, p), anchor_tflops, "TFLOP/s");
   else printf("%-44s failed\n", name);
   double err = gemm_error_vs_cublas(p, c, prec);
   printf("  check: relative error %.2e against cuBLAS on %d rows: %s\n", err, GEMM_CHECK_ROWS,
@@ -625,6 +700,27 @@ static bool gemm_anchor_fp8(GemmProblem *p) {
   return gemm_poison(p, p->c, true); /* so a kernel that writes nothing fails */
 }
 
+/* Times fn (a kernel writing p->c) in rounds alternating with the
+ * problem's cuBLAS (bf16) or cuBLASLt (fp8) anchor, which writes its own
+ * reference C again (so the check after still sees only the kernel's C).
+ * Returns the kernel's median ms (-1: a call failed) and sets
+ * *anchor_tflops to the anchor's figure of the same rounds. */
+static double gemm_time_paired(GemmProblem *p, GemmPrecision prec, LaunchFn fn, void *ctx, double *anchor_tflops) {
+  CublasCall anchor = {p, prec, false, false, false, prec == GEMM_FP8 ? p->c_ref_f8 : p->c_ref};
+  double ms_anchor, ms;
+  *anchor_tflops = 0;
+  if (!time_pair_ms(p->g, do_cublas, &anchor, fn, ctx, &ms_anchor, &ms)) return -1;
+  *anchor_tflops = gemm_tflops(ms_anchor, p);
+  const char *sustain = getenv("TILE_BENCH_SUSTAIN_MS");
+  if (sustain && atof(sustain) > 0) {
+    double sa = sustained_ms(p->g, do_cublas, &anchor, atof(sustain), "anchor");
+    double sk = sustained_ms(p->g, fn, ctx, atof(sustain), "kernel");
+    printf("  sustained %.0f ms each: anchor %.2f TFLOP/s, kernel %.2f TFLOP/s, ratio %.3f\n", atof(sustain),
+           gemm_tflops(sa, p), gemm_tflops(sk, p), sa / sk);
+  }
+  return ms;
+}
+
 /* ---- our GEMM kernels on a problem ---- */
 
 typedef struct TileGemm {
@@ -690,8 +786,9 @@ static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, in
   }
   k.grid[0] = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
   k.grid[1] = k.grid[2] = 1;
-  double ms = time_ms(p->g, do_tile_gemm, &k);
-  gemm_report(p, label, GEMM_BF16, ms, p->c);
+  double anchor;
+  double ms = gemm_time_paired(p, GEMM_BF16, do_tile_gemm, &k, &anchor);
+  gemm_report(p, label, GEMM_BF16, ms, anchor, p->c);
   variant_free(&k.v);
 }
 
@@ -716,8 +813,9 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
   k.args[k.nargs++] = tile_arg_i32(p->k);
   k.grid[0] = (uint32_t)(((p->m + bm - 1) / bm) * ((p->n + bn - 1) / bn));
   k.grid[1] = k.grid[2] = 1;
-  double ms = time_ms(p->g, do_tile_gemm, &k);
-  gemm_report(p, label, GEMM_FP8, ms, p->c);
+  double anchor;
+  double ms = gemm_time_paired(p, GEMM_FP8, do_tile_gemm, &k, &anchor);
+  gemm_report(p, label, GEMM_FP8, ms, anchor, p->c);
   variant_free(&k.v);
 }
 
@@ -760,9 +858,10 @@ static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stage
   }
   k.grid[0] = persistent && resident < tiles ? resident : tiles;
   k.grid[1] = k.grid[2] = 1;
-  double ms = time_ms(p->g, do_tile_gemm, &k);
+  double anchor;
+  double ms = gemm_time_paired(p, GEMM_BF16, do_tile_gemm, &k, &anchor);
   snprintf(label + strlen(label), sizeof label - strlen(label), " (%u programs)", k.grid[0]);
-  gemm_report(p, label, GEMM_BF16, ms, p->c);
+  gemm_report(p, label, GEMM_BF16, ms, anchor, p->c);
   variant_free(&k.v);
 }
 
@@ -851,7 +950,6 @@ static void bench_fused_epilogue(GemmProblem *p) {
     f.args[0] = tile_arg_ptr(f.c), f.args[1] = tile_arg_ptr(f.bias), f.args[2] = tile_arg_i32(p->m);
     f.args[3] = tile_arg_i32(p->n), f.args[4] = tile_arg_i32(p->n);
     f.grid[0] = (uint32_t)((p->n + block - 1) / block), f.grid[1] = (uint32_t)p->m, f.grid[2] = 1;
-    anchor_ms = time_ms(g, do_cublas_then_bias_act, &f);
     k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
     k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
     k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
@@ -862,7 +960,7 @@ static void bench_fused_epilogue(GemmProblem *p) {
     k.args[k.nargs++] = tile_arg_i32(p->k);
     uint32_t tiles = (uint32_t)(((p->m + 127) / 128) * ((p->n + 255) / 256)), sms = (uint32_t)g->props.sm_count;
     k.grid[0] = tiles < sms ? tiles : sms, k.grid[1] = k.grid[2] = 1;
-    ms = time_ms(g, do_tile_gemm, &k);
+    if (!time_pair_ms(g, do_cublas_then_bias_act, &f, do_tile_gemm, &k, &anchor_ms, &ms)) anchor_ms = ms = -1;
   }
   char name[ROW_NAME_BYTES];
   snprintf(name, sizeof name, "gemm bf16 %s + bias + gelu: fused gemm_ws_bias_act / cuBLAS + bias_act", p->label);
