@@ -388,6 +388,28 @@ static bool exec_reduce(Interp *ip, const XOp *xo) {
   return true;
 }
 
+/* Inclusive prefix sums along the axis, in the grouping the GPU uses (a
+ * Hillis-Steele scan: in round d = 1, 2, 4, ... every element at position
+ * j >= d adds the element d before it, both as of the previous round), so
+ * that float results are the same on both targets. */
+static bool exec_cumsum(Interp *ip, const XOp *xo) {
+  Tile *a = interp_in(ip, xo, 0), *r = interp_out(ip, xo, 0);
+  ScalarKind k = (ScalarKind)r->type.kind;
+  int rank = a->type.rank, axis = (int)xo->op->attr[0];
+  if (axis < 0 || axis >= rank || a->n != r->n) return internal_error(ip, xo);
+  int64_t len = a->type.shape[axis], inner = 1;
+  for (int d = axis + 1; d < rank; d++) inner *= a->type.shape[d];
+  memcpy(r->data, a->data, sizeof(Slot) * (size_t)r->n);
+  for (int64_t o = 0; o < r->n / (len * inner); o++)
+    for (int64_t i = 0; i < inner; i++) {
+      Slot *x = r->data + o * len * inner + i;
+      /* descending j: x[j - d] is still the previous round's value */
+      for (int64_t d = 1; d < len; d *= 2)
+        for (int64_t j = len - 1; j >= d; j--) x[j * inner] = num_binop(NUM_ADD, x[(j - d) * inner], x[j * inner], k, NULL);
+    }
+  return true;
+}
+
 /* ---- dot ---------------------------------------------------------------- */
 
 /* Shapes of one dot: batch x (M x K) . (K x N). */
@@ -592,6 +614,7 @@ bool interp_exec_compute(Interp *ip, const XOp *xo) {
   case OP_TRANS: return exec_trans(ip, xo);
   case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX:
   case OP_ARGMIN: return exec_reduce(ip, xo);
+  case OP_CUMSUM: return exec_cumsum(ip, xo);
   case OP_DOT: return exec_dot(ip, xo);
   case OP_LOAD: return interp_exec_load(ip, xo);
   case OP_STORE: return interp_exec_store(ip, xo);

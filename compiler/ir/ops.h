@@ -88,6 +88,7 @@
   X(REDUCE_MIN,   "reduce_min",    1,  1, 0, OPF_PURE, "axis")              \
   X(ARGMAX,       "argmax",        1,  1, 0, OPF_PURE, "axis")              \
   X(ARGMIN,       "argmin",        1,  1, 0, OPF_PURE, "axis")              \
+  X(CUMSUM,       "cumsum",        1,  1, 0, OPF_PURE, "axis")              \
   X(DOT,          "dot",           3,  1, 0, OPF_PURE, "")                  \
   /* memory */                                                        \
   X(LOAD,         "load",         -1,  1, 0, OPF_READ, "")           \

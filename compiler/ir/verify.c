@@ -332,6 +332,20 @@ static void check_reduce(Verifier *v, const Op *op) {
   expect_result(v, op, type_with_shape(elem, a.rank - 1, shape));
 }
 
+/* x: T[...] -> T[...] (the same type), axis in range. */
+static void check_cumsum(Verifier *v, const Op *op) {
+  TType a = operand_type(op, 0);
+  if (a.rank == 0 || !is_num(a)) {
+    report(v, op, "operand must be an integer or float tile, got %s", tt(a).s);
+    return;
+  }
+  if (op->attr[0] < 0 || op->attr[0] >= a.rank) {
+    report(v, op, "axis %lld is not in 0..%d", (long long)op->attr[0], a.rank - 1);
+    return;
+  }
+  expect_result(v, op, a);
+}
+
 /* a: T[M,K], b: T[K,N], acc: A[M,N] -> A[M,N], optionally batched. */
 static void check_dot(Verifier *v, const Op *op) {
   TType a = operand_type(op, 0), b = operand_type(op, 1), c = operand_type(op, 2);
@@ -638,6 +652,7 @@ static void check_op_types(Verifier *v, const Op *op) {
   case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX: case OP_ARGMIN:
     check_reduce(v, op);
     break;
+  case OP_CUMSUM: check_cumsum(v, op); break;
   case OP_DOT: check_dot(v, op); break;
   case OP_LOAD: check_load(v, op); break;
   case OP_STORE: check_store(v, op); break;

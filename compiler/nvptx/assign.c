@@ -302,6 +302,10 @@ static void assign_op(LayoutMap *m, const Op *op) {
     l = intern(m, layout_slice(src, (int)op->attr[0]));
     break;
   }
+  case OP_CUMSUM: /* through shared memory: any layout; its operand's */
+    l = fixed_of(m, op->operands[0]);
+    if (!l) l = canonical_of(m, res->type);
+    break;
   case OP_DOT:
   case OP_WGMMA: l = dot_result_layout(m, op); break;
   case OP_SMEM_LOAD: l = canonical_of(m, res->type); break;
@@ -422,6 +426,9 @@ static void want_op(LayoutMap *m, const Op *op) {
     return;
   case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX: case OP_ARGMIN:
     want(m, op->operands[0], canonical_of(m, op->operands[0]->type));
+    return;
+  case OP_CUMSUM:
+    want(m, op->operands[0], fixed_of(m, &op->results[0]));
     return;
   default: break;
   }

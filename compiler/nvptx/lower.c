@@ -531,6 +531,7 @@ static void lower_op(Lower *L, const Op *op) {
   case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_ARGMAX: case OP_ARGMIN:
     t = lower_reduce(L, op, l);
     break;
+  case OP_CUMSUM: t = lower_cumsum(L, op, l); break;
   case OP_DOT: t = lower_dot(L, op, l); break;
   case OP_SMEM_LOAD: t = lower_smem_load(L, op, l); break;
   case OP_RING_NEXT: t = lower_ring_next(L, op, l); break;

@@ -167,6 +167,7 @@ LTile *lower_atomic(Lower *L, const Op *op, const Layout *l);
 /* ---- lower_smem.c ---- */
 LTile *convert_tile(Lower *L, const LTile *src, const Layout *dst, ScalarKind k);
 LTile *lower_reduce(Lower *L, const Op *op, const Layout *l);
+LTile *lower_cumsum(Lower *L, const Op *op, const Layout *l);
 /* dot on FMA units (or mma.sync: lower_mma.c) */
 LTile *lower_dot(Lower *L, const Op *op, const Layout *l);
 

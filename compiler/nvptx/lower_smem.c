@@ -259,6 +259,50 @@ LTile *lower_reduce(Lower *L, const Op *op, const Layout *l) {
   return t;
 }
 
+/* ---- prefix sums ---- */
+
+/* cumsum along an axis of n elements: a Hillis-Steele scan through shared
+ * memory, log2(n) rounds; in round d every element at position >= d adds
+ * the one d before it (as of the previous round), the grouping the
+ * interpreter uses. Rounds alternate between two buffers, so one barrier
+ * per round suffices: a thread storing round d + 1 has passed round d's
+ * barrier, after which nobody reads round d - 1's buffer. Elements held by
+ * several threads are stored with the same value by each. */
+LTile *lower_cumsum(Lower *L, const Op *op, const Layout *l) {
+  const Value *src = op->operands[0];
+  LTile *in = get_tile(L, src, l);
+  if (!in) return NULL;
+  ScalarKind k = (ScalarKind)src->type.kind;
+  int axis = (int)op->attr[0], n = src->type.shape[axis];
+  int32_t stride = 1;
+  for (int d = axis + 1; d < src->type.rank; d++) stride *= src->type.shape[d];
+  LTile *t = lt_new(L, l);
+  memcpy(t->regs, in->regs, sizeof(LLVMValueRef) * (size_t)t->nregs);
+  if (n == 1) return t;
+  unsigned bytes = ((unsigned)type_numel(src->type) * (unsigned)scalar_bytes(k) + 15) & ~15u;
+  unsigned base = smem_need(L, 2 * bytes);
+  LLVMValueRef *flat = ARENA_ARRAY(&L->arena, LLVMValueRef, (size_t)t->nregs);
+  LLVMValueRef *pos = ARENA_ARRAY(&L->arena, LLVMValueRef, (size_t)t->nregs);
+  for (int r = 0; r < t->nregs; r++) {
+    flat[r] = flat_index(L, l, (uint32_t)r);
+    pos[r] = coord_of(L, l, flat[r], axis);
+  }
+  barrier(L);
+  for (int d = 1, buf = 0; d < n; d *= 2, buf ^= 1) {
+    unsigned at = base + (unsigned)buf * bytes;
+    for (int r = 0; r < t->nregs; r++) smem_store(L, k, at, flat[r], t->regs[r]);
+    barrier(L);
+    for (int r = 0; r < t->nregs; r++) {
+      LLVMValueRef has = LLVMBuildICmp(L->b, LLVMIntSGE, pos[r], const_i32(L, d), "");
+      LLVMValueRef from = LLVMBuildSub(L->b, flat[r], const_i32(L, d * stride), "");
+      LLVMValueRef prev = smem_load(L, k, at, LLVMBuildSelect(L->b, has, from, flat[r], ""));
+      LLVMValueRef sum = lower_binary_scalar(L, OP_ADD, prev, t->regs[r], k);
+      t->regs[r] = LLVMBuildSelect(L->b, has, sum, t->regs[r], "");
+    }
+  }
+  return t;
+}
+
 /* ---- dot ---- */
 
 /* Distinct values of `mask`-selected register flat bits, and for each

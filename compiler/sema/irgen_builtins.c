@@ -398,6 +398,25 @@ IRGEN_NOINLINE static SVal bi_reduce(const Call *c, BuiltinId id) {
   return sv_value(emit_attrs(c->g, kinds[id - BI_SUM], 1, &x, rt, &axis, 1, c->loc), c->loc);
 }
 
+/* cumsum(x, axis): inclusive prefix sums along axis (optional for rank
+ * 1), in sum's accumulation type; the shape stays. */
+IRGEN_NOINLINE static SVal bi_cumsum(const Call *c) {
+  Value *x = value_arg(c, 0);
+  if (!x) return sv_error();
+  ScalarKind k = (ScalarKind)x->type.kind;
+  if (x->type.rank == 0) return fail(c, arg_loc(c, 0), "needs a tile, not a scalar");
+  if (k == SK_PTR || k == SK_DESC)
+    return fail(c, arg_loc(c, 0), arena_printf(c->g->arena, "cannot sum %s", tn(c, x->type)));
+  int64_t axis = 0;
+  if (has(c, 1)) {
+    if (!axis_arg(c, 1, x->type.rank, &axis)) return sv_error();
+  } else if (x->type.rank > 1) {
+    return fail(c, c->loc, arena_printf(c->g->arena, "of a rank-%d tile needs an axis", x->type.rank));
+  }
+  x = emit_cast(c->g, x, sum_kind(k), c->loc);
+  return sv_value(emit_attrs(c->g, OP_CUMSUM, 1, &x, x->type, &axis, 1, c->loc), c->loc);
+}
+
 /* ---- elementwise ---- */
 
 IRGEN_NOINLINE static SVal bi_minmax(const Call *c, OpKind kind) {
@@ -679,6 +698,7 @@ SVal gen_builtin(Gen *g, Expr *e) {
   case BI_STORE: return bi_store(&c);
   case BI_DOT: return bi_dot(&c);
   case BI_SUM: case BI_MAX: case BI_MIN: case BI_ARGMAX: case BI_ARGMIN: return bi_reduce(&c, id);
+  case BI_CUMSUM: return bi_cumsum(&c);
   case BI_MAXIMUM: return bi_minmax(&c, OP_MAX);
   case BI_MINIMUM: return bi_minmax(&c, OP_MIN);
   case BI_WHERE: return bi_where(&c);

@@ -32,6 +32,7 @@
   X(MIN, "min", 1, 2, "x,axis")                                         \
   X(ARGMAX, "argmax", 1, 2, "x,axis")                                   \
   X(ARGMIN, "argmin", 1, 2, "x,axis")                                   \
+  X(CUMSUM, "cumsum", 1, 2, "x,axis")                                   \
   X(MAXIMUM, "maximum", 2, 2, "a,b")                                    \
   X(MINIMUM, "minimum", 2, 2, "a,b")                                    \
   X(WHERE, "where", 3, 3, "cond,a,b")                                   \

@@ -414,6 +414,54 @@ Test(kernels, gpu_regressions_minmax_values) {
   tc_free(c);
 }
 
+/* ---- prefix sums (tests/kernels/scans.tile) ---- */
+
+static void check_scans(int rows, int cols, int n, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/scans.tile", NULL, NULL);
+  Rng rng = {seed};
+  enum { BLOCK_R = 16, BLOCK_V = 128, VALUES = 8 };
+  int programs = (rows + BLOCK_R - 1) / BLOCK_R;
+  if ((n + BLOCK_V - 1) / BLOCK_V > programs) programs = (n + BLOCK_V - 1) / BLOCK_V;
+  size_t cells = (size_t)rows * cols;
+  HBuf rs = hbuf_new("f32", cells, "row_scan"), cs = hbuf_new("f32", cells, "col_scan"), rk = hbuf_new("i32", n, "ranks"),
+       cnt = hbuf_new("u32", programs, "counts"), x = hbuf_new("f32", cells, "x"), v = hbuf_new("i32", n, "v"),
+       by = hbuf_new("u8", n, "bytes");
+  hbuf_fill_uniform(&x, &rng, -10, 10);
+  for (int i = 0; i < n; i++) hbuf_set(&v, i, (int)rng_uniform(&rng, 0, VALUES));
+  hbuf_fill_uniform(&by, &rng, 0, 8);
+  hbuf_poison(&rs), hbuf_poison(&cs), hbuf_poison(&rk), hbuf_poison(&cnt);
+  tc_arg args[10] = {{.p = rs.data}, {.p = cs.data}, {.p = rk.data}, {.p = cnt.data}, {.p = x.data},
+                     {.p = v.data},  {.p = by.data}, {.i = rows},     {.i = cols},     {.i = n}};
+  const HBuf *bufs[] = {&rs, &cs, &rk, &cnt, &x, &v, &by};
+  harness_run(c, (int64_t[3]){programs, 1, 1}, args, 10, bufs, 7);
+  double *wr = calloc(cells, sizeof(double)), *wc = calloc(cells, sizeof(double));
+  for (int r = 0; r < rows; r++)
+    for (int j = 0; j < cols; j++) {
+      double xv = hbuf_get(&x, (size_t)r * cols + j);
+      wr[(size_t)r * cols + j] = xv + (j ? wr[(size_t)r * cols + j - 1] : 0);
+      wc[(size_t)r * cols + j] = xv + (r % BLOCK_R ? wc[(size_t)(r - 1) * cols + j] : 0);
+    }
+  cr_expect(rel_error(&rs, wr, cells) < F32_TOL, "row scans: %g", rel_error(&rs, wr, cells));
+  cr_expect(rel_error(&cs, wc, cells) < F32_TOL, "column scans: %g", rel_error(&cs, wc, cells));
+  for (int i = 0; i < n; i++) {
+    int want = 0;
+    for (int j = i - i % BLOCK_V; j < i; j++) want += hbuf_get(&v, j) == hbuf_get(&v, i);
+    cr_expect_eq(hbuf_get(&rk, i), want, "ranks[%d] = %g, want %d", i, hbuf_get(&rk, i), want);
+  }
+  for (int p = 0; p < programs; p++) {
+    int want = 0;
+    for (int i = p * BLOCK_V; i < n && i < (p + 1) * BLOCK_V; i++) want += hbuf_get(&by, i) < 4;
+    cr_expect_eq(hbuf_get(&cnt, p), want, "counts[%d] = %g, want %d", p, hbuf_get(&cnt, p), want);
+  }
+  free(wr), free(wc);
+  hbuf_free(&rs), hbuf_free(&cs), hbuf_free(&rk), hbuf_free(&cnt), hbuf_free(&x), hbuf_free(&v), hbuf_free(&by);
+  tc_free(c);
+}
+
+Test(kernel_scans, ragged) { check_scans(40, 50, 300, 81); }
+Test(kernel_scans, exact_tiles) { check_scans(16, 64, 128, 82); }
+Test(kernel_scans, few) { check_scans(5, 1, 7, 83); }
+
 /* bias_act: C = act(C + bias) in place, the GEMM epilogue as a kernel. */
 Test(kernels, bias_act_applies_bias_and_activation_in_place) {
   const int m = 3, n = 2056, ldc = 2064;

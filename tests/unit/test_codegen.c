@@ -93,6 +93,7 @@ static const KernelSpec specs[] = {
     {"tests/kernels/vector_add.tile", {"T", "bf16", NULL}},
     {"tests/kernels/vector_add.tile", {"T", "i32", NULL}},
     {"tests/kernels/reductions.tile", {NULL}},
+    {"tests/kernels/scans.tile", {NULL}},
     {"tests/kernels/casts.tile", {NULL}},
     {"tests/kernels/atomics.tile", {NULL}},
     {"tests/kernels/naive_attention.tile", {NULL}},

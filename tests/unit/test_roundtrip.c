@@ -12,6 +12,7 @@ static const char *const kernel_files[] = {
     "lang/std/softmax.tile",         "lang/std/layernorm.tile",     "lang/std/gemm.tile",
     "lang/std/flash_attention.tile", "tests/kernels/vector_add.tile", "tests/kernels/reductions.tile",
     "tests/kernels/casts.tile",      "tests/kernels/atomics.tile",   "tests/kernels/naive_attention.tile",
+    "tests/kernels/scans.tile",
 };
 
 static void check_roundtrip(const char *path, bool no_opt, const tc_define *defs, int ndefs) {
