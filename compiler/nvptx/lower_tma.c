@@ -26,6 +26,12 @@
 #include "lower_internal.h"
 
 #define MBAR_BYTES 8
+/* try_wait's suspend-time hint (ns): a waiting thread sleeps until the
+ * phase completes or this long has passed, instead of polling (each poll
+ * takes a slot of the SM's MIO queue, which the tensor-core instructions
+ * of the other warps need). Far longer than any wait of a working kernel;
+ * the debug mode's timeout still fires (it checks between sleeps). */
+#define MBAR_SUSPEND_HINT_NS 10000000u
 /* How long a debug-mode wait spins before it gives up (ns): far longer
  * than any wait of a working kernel, short enough for a test. */
 #define GPU_DEBUG_WAIT_NS 2000000000ull
@@ -188,9 +194,11 @@ static void spin(Lower *L, void *p) {
   LLVMBuildBr(L->b, loop);
   LLVMPositionBuilderAtEnd(L->b, loop);
   LLVMValueRef args[2] = {c->addr, c->parity};
-  LLVMValueRef ok = llvm_asm(L,
-                             "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.u32 $0, 1, 0, p;\n}",
-                             "=r,r,r,~{memory}", L->t_i32, args, 2, true);
+  char text[160];
+  snprintf(text, sizeof text,
+           "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2, %u;\nselp.u32 $0, 1, 0, p;\n}",
+           MBAR_SUSPEND_HINT_NS);
+  LLVMValueRef ok = llvm_asm(L, text, "=r,r,r,~{memory}", L->t_i32, args, 2, true);
   LLVMValueRef ready = LLVMBuildICmp(L->b, LLVMIntNE, ok, const_i32(L, 0), "");
   if (!start) {
     LLVMBuildCondBr(L->b, ready, done, loop);
