@@ -6,9 +6,9 @@
  *     mlp_down (no residual), 2 * tokens * d * d_ff * 3 operations
  *   MoE, Mixtral experts (8, top-2, 4096 -> 14336 -> 4096), 8192 tokens,
  *     and fine-grained experts (128, top-8, 2048 -> 768 -> 2048), 16384
- *     tokens: the whole layer timed, routing to combine (route, count,
- *     offsets, scatter, the gated grouped GEMM, the grouped GEMM,
- *     combine), 2 * tokens * top_k * d * d_ff * 3 operations
+ *     tokens: the whole layer timed through tile_moe_forward, routing to
+ *     combine (route, count, scan, scatter, the gated grouped GEMM, the
+ *     grouped GEMM, combine), 2 * tokens * top_k * d * d_ff * 3 operations
  *
  * The anchors (PyTorch eager and torch.compile for the MLP; a loop over
  * experts and torch._grouped_mm for the MoE layers) come from
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "tile_mlp.h"
 
 #define MLP_NAME_BYTES 160
 
@@ -171,59 +172,44 @@ static void bench_swiglu_fp8(Gpu *g) {
   for (int i = 0; i < 4; i++) variant_free(&v[i]);
 }
 
+/* One tile_moe_forward call, as a LaunchFn. */
+typedef struct MoeCall {
+  tile_moe *m;
+  tile_moe_problem p;
+  uint64_t y, x, logits, w1, w3, w2, ws;
+} MoeCall;
+
+static bool run_moe_layer(void *ctx) {
+  MoeCall *c = ctx;
+  if (tile_moe_forward(c->m, &c->p, c->y, c->x, c->logits, c->w1, c->w3, c->w2, c->ws, NULL) == TILE_OK) return true;
+  printf("  tile_moe_forward: %s\n", tile_last_error());
+  return false;
+}
+
+/* The whole layer through tile_moe_forward (the kernels of moe.tile as
+ * libtile_mlp embeds them), routing to combine. */
 static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top_k, int d, int dff) {
-  char e_s[16], name[MLP_NAME_BYTES];
-  snprintf(e_s, sizeof e_s, "%d", experts);
-  const char *const ed[] = {"EXPERTS", e_s, NULL}, *g1[] = {"EXPERTS", e_s, "GATED", "true", NULL};
-  const char *const *rd = ed, *const *kd = NULL; /* top_k, score and renorm are arguments */
-  const char *const g2[] = {"EXPERTS", e_s, "GATHER", "false", NULL};
-  static const char *const kernels[7] = {"moe_route", "moe_count", "moe_offsets", "moe_scatter",
-                                         "moe_gemm",  "moe_gemm",  "moe_combine"};
-  const char *const *defs[7] = {rd, kd, ed, kd, g1, g2, kd};
-  Variant v[7];
-  memset(v, 0, sizeof v);
-  bool ok = true;
-  for (int i = 0; i < 7 && ok; i++) ok = variant_build_kernel(g, "lang/std/moe.tile", kernels[i], defs[i], &v[i]);
-  size_t pairs = (size_t)tokens * top_k;
-  uint64_t lg = dev_fill(g, "f32", (size_t)tokens * experts, 4, 5), ids = dev_fill(g, "i32", pairs, 0, 0);
-  uint64_t wts = dev_fill(g, "f32", pairs, 0, 0), cnt = dev_fill(g, "i32", (size_t)experts, 0, 0);
-  uint64_t off = dev_fill(g, "i32", (size_t)experts + 1, 0, 0), cur = dev_fill(g, "i32", (size_t)experts, 0, 0);
-  uint64_t row = dev_fill(g, "i32", pairs, 0, 0), tok = dev_fill(g, "i32", pairs, 0, 0);
-  uint64_t x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 6), w1 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 7);
-  uint64_t w3 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 8);
-  uint64_t w2 = dev_fill(g, "bf16", (size_t)experts * dff * d, 0.02, 9), hid = dev_fill(g, "bf16", pairs * dff, 0, 0);
-  uint64_t out = dev_fill(g, "bf16", pairs * d, 0, 0), y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
-  uint64_t all[] = {lg, ids, wts, cnt, off, cur, row, tok, x, w1, w3, w2, hid, out, y};
+  MoeCall c = {.p = {.tokens = tokens, .d_model = d, .d_ff = dff, .experts = experts, .top_k = top_k,
+                     .renormalize = true, .act = TILE_MLP_SWIGLU}};
+  size_t ws_bytes = tile_moe_workspace_bytes(&c.p);
+  bool ok = ws_bytes > 0 && tile_moe_create(g->rt, &c.m) == TILE_OK && tile_mem_alloc(g->rt, ws_bytes, &c.ws) == TILE_OK;
+  c.logits = dev_fill(g, "f32", (size_t)tokens * experts, 4, 5);
+  c.x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 6);
+  c.w1 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 7);
+  c.w3 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 8);
+  c.w2 = dev_fill(g, "bf16", (size_t)experts * dff * d, 0.02, 9);
+  c.y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  uint64_t all[] = {c.logits, c.x, c.w1, c.w3, c.w2, c.y};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ok = ok && all[i];
-  if (ok) {
-    uint32_t sms = (uint32_t)g->props.sm_count, t32 = (uint32_t)(tokens + 31) / 32;
-    uint32_t bp = (uint32_t)variant_const(&v[1], "BLOCK", 512), pg = (uint32_t)((pairs + bp - 1) / bp);
-    Layer l = {.g = g, .nsteps = 7}; /* moe_route zeroes the counts */
-    l.steps[0] = (Step){v[0].kernel, {t32, 1}, {tile_arg_ptr(ids), tile_arg_ptr(wts), tile_arg_ptr(cnt), tile_arg_ptr(lg),
-                                                tile_arg_i64(tokens), tile_arg_i64(experts), tile_arg_i64(experts),
-                                                tile_arg_i64(top_k), tile_arg_i64(0), tile_arg_bool(true)}, 10};
-    l.steps[1] = (Step){v[1].kernel, {pg, 1}, {tile_arg_ptr(cnt), tile_arg_ptr(ids), tile_arg_i64(tokens),
-                                               tile_arg_i64(top_k)}, 4};
-    l.steps[2] = (Step){v[2].kernel, {1, 1}, {tile_arg_ptr(off), tile_arg_ptr(cur), tile_arg_ptr(cnt),
-                                              tile_arg_i64(experts)}, 4};
-    l.steps[3] = (Step){v[3].kernel, {pg, 1}, {tile_arg_ptr(row), tile_arg_ptr(tok), tile_arg_ptr(cur),
-                                               tile_arg_ptr(ids), tile_arg_i64(tokens), tile_arg_i64(top_k)}, 6};
-    l.steps[4] = (Step){v[4].kernel, {sms, 1}, {tile_arg_ptr(hid), tile_arg_ptr(x), tile_arg_ptr(w1), tile_arg_ptr(w3),
-                                                tile_arg_ptr(off), tile_arg_ptr(tok), tile_arg_i64(experts),
-                                                tile_arg_i64(dff), tile_arg_i64(d)}, 9};
-    l.steps[5] = (Step){v[5].kernel, {sms, 1}, {tile_arg_ptr(out), tile_arg_ptr(hid), tile_arg_ptr(w2), tile_arg_ptr(w2),
-                                                tile_arg_ptr(off), tile_arg_ptr(tok), tile_arg_i64(experts),
-                                                tile_arg_i64(d), tile_arg_i64(dff)}, 9};
-    l.steps[6] = (Step){v[6].kernel, {(uint32_t)(tokens + 15) / 16, (uint32_t)(d + 255) / 256},
-                        {tile_arg_ptr(y), tile_arg_ptr(out), tile_arg_ptr(wts), tile_arg_ptr(row), tile_arg_i64(tokens),
-                         tile_arg_i64(d), tile_arg_i64(top_k)}, 7};
-    double ms = bench_time_ms(g, run_layer, &l);
-    snprintf(name, sizeof name, "moe %s tile layer (moe.tile, routing to combine)", what);
-    if (ms > 0) bench_add_row(name, 2.0 * (double)pairs * d * dff * 3 / (ms * 1e9), 0, "TFLOP/s");
-  }
+  if (!ok) printf("  moe %s: setting up failed: %s\n", what, tile_last_error());
+  double ms = ok ? bench_time_ms(g, run_moe_layer, &c) : -1;
+  char name[MLP_NAME_BYTES];
+  snprintf(name, sizeof name, "moe %s tile layer (moe.tile, routing to combine)", what);
+  if (ms > 0) bench_add_row(name, 2.0 * (double)tokens * top_k * d * dff * 3 / (ms * 1e9), 0, "TFLOP/s");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]) tile_mem_free(g->rt, all[i]);
-  for (int i = 0; i < 7; i++) variant_free(&v[i]);
+  if (c.ws) tile_mem_free(g->rt, c.ws);
+  tile_moe_destroy(c.m);
 }
 
 void bench_mlp(Gpu *g) {

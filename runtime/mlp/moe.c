@@ -1,7 +1,7 @@
 /* moe.c - the MoE layer of tile_mlp.h: the kernels of lang/std/moe.tile,
- * embedded per expert width (meson compiles moe_route, moe_offsets and
- * the two moe_gemm forms for each width, the gated one per activation,
- * and moe_count, moe_scatter and moe_combine once, into the moe_*.h
+ * embedded per expert width (meson compiles moe_route, moe_count,
+ * moe_scatter and the two moe_gemm forms for each width, the gated one
+ * per activation, and moe_scan and moe_combine once, into the moe_*.h
  * headers), launched in turn on the caller's stream. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,17 +10,19 @@
 #include "internal.h"
 #include "layer.h"
 #include "moe_combine.h"
-#include "moe_count.h"
+#include "moe_count_w128.h"
+#include "moe_count_w32.h"
+#include "moe_count_w8.h"
 #include "moe_down_w128.h"
 #include "moe_down_w32.h"
 #include "moe_down_w8.h"
-#include "moe_offsets_w128.h"
-#include "moe_offsets_w32.h"
-#include "moe_offsets_w8.h"
 #include "moe_route_w128.h"
 #include "moe_route_w32.h"
 #include "moe_route_w8.h"
-#include "moe_scatter.h"
+#include "moe_scan.h"
+#include "moe_scatter_w128.h"
+#include "moe_scatter_w32.h"
+#include "moe_scatter_w8.h"
 #include "moe_up_w128_act0.h"
 #include "moe_up_w128_act1.h"
 #include "moe_up_w128_act2.h"
@@ -45,26 +47,33 @@ static const int widths[MOE_WIDTHS] = {8, 32, 128};
  * 16); i32 maps and counts. */
 #define MOE_SECTION_ALIGN 256
 #define MOE_I32_BYTES 4
+/* Pairs per program of moe_count and moe_scatter (their BLOCK, checked
+ * when the kernels load): the workspace holds one row of per-expert
+ * counts per block. */
+#define MOE_PAIR_BLOCK 64
 
-/* Per width: route, offsets, down (GATHER false), up per activation. */
-enum { W_ROUTE, W_OFFSETS, W_DOWN, W_UP, W_KERNELS = W_UP + MOE_ACTS };
+/* Per width: route, count, scatter, down (GATHER false), up per
+ * activation. */
+enum { W_ROUTE, W_COUNT, W_SCATTER, W_DOWN, W_UP, W_KERNELS = W_UP + MOE_ACTS };
 static const LayerLoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
-    {moe_route_w8_load, moe_offsets_w8_load, moe_down_w8_load, moe_up_w8_act0_load, moe_up_w8_act1_load,
-     moe_up_w8_act2_load},
-    {moe_route_w32_load, moe_offsets_w32_load, moe_down_w32_load, moe_up_w32_act0_load, moe_up_w32_act1_load,
-     moe_up_w32_act2_load},
-    {moe_route_w128_load, moe_offsets_w128_load, moe_down_w128_load, moe_up_w128_act0_load, moe_up_w128_act1_load,
-     moe_up_w128_act2_load}};
-static const char *const width_names[W_KERNELS] = {"moe_route", "moe_offsets", "moe_gemm",
-                                                   "moe_gemm",  "moe_gemm",    "moe_gemm"};
-enum { S_COUNT, S_SCATTER, S_COMBINE, S_KERNELS };
-static const LayerLoadFn shared_loads[S_KERNELS] = {moe_count_load, moe_scatter_load, moe_combine_load};
-static const char *const shared_names[S_KERNELS] = {"moe_count", "moe_scatter", "moe_combine"};
+    {moe_route_w8_load, moe_count_w8_load, moe_scatter_w8_load, moe_down_w8_load, moe_up_w8_act0_load,
+     moe_up_w8_act1_load, moe_up_w8_act2_load},
+    {moe_route_w32_load, moe_count_w32_load, moe_scatter_w32_load, moe_down_w32_load, moe_up_w32_act0_load,
+     moe_up_w32_act1_load, moe_up_w32_act2_load},
+    {moe_route_w128_load, moe_count_w128_load, moe_scatter_w128_load, moe_down_w128_load, moe_up_w128_act0_load,
+     moe_up_w128_act1_load, moe_up_w128_act2_load}};
+static const char *const width_names[W_KERNELS] = {"moe_route", "moe_count", "moe_scatter", "moe_gemm",
+                                                   "moe_gemm",  "moe_gemm",  "moe_gemm"};
+enum { S_SCAN, S_COMBINE, S_KERNELS };
+static const LayerLoadFn shared_loads[S_KERNELS] = {moe_scan_load, moe_combine_load};
+static const char *const shared_names[S_KERNELS] = {"moe_scan", "moe_combine"};
 
 struct tile_moe {
   tile_module *wmod[MOE_WIDTHS][W_KERNELS], *smod[S_KERNELS];
   tile_kernel *wk[MOE_WIDTHS][W_KERNELS], *sk[S_KERNELS];
-  int route_block, pair_block, combine_rows, combine_cols; /* the kernels' BLOCK_T, BLOCK, BLOCK_T, BLOCK_N */
+  /* the kernels' BLOCK_T (route), BLOCK (count and scatter, every width),
+   * BLOCK_E (scan), BLOCK_T and BLOCK_N (combine) */
+  int route_block, pair_block, scan_block, combine_rows, combine_cols;
   uint32_t sms;
 };
 
@@ -83,11 +92,16 @@ tile_status tile_moe_create(tile_runtime *rt, tile_moe **out) {
     st = layer_load(rt, shared_loads[i], shared_names[i], &m->smod[i], &m->sk[i]);
   if (st == TILE_OK) {
     m->route_block = tilert_kernel_const_int(m->wk[0][W_ROUTE], "BLOCK_T");
-    m->pair_block = tilert_kernel_const_int(m->sk[S_COUNT], "BLOCK");
+    m->pair_block = tilert_kernel_const_int(m->wk[0][W_COUNT], "BLOCK");
+    m->scan_block = tilert_kernel_const_int(m->sk[S_SCAN], "BLOCK_E");
     m->combine_rows = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_T");
     m->combine_cols = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_N");
-    if (m->route_block <= 0 || m->pair_block <= 0 || m->pair_block != tilert_kernel_const_int(m->sk[S_SCATTER], "BLOCK") ||
-        m->combine_rows <= 0 || m->combine_cols <= 0)
+    bool agree = true;
+    for (int w = 0; w < MOE_WIDTHS; w++)
+      agree &= tilert_kernel_const_int(m->wk[w][W_COUNT], "BLOCK") == m->pair_block &&
+               tilert_kernel_const_int(m->wk[w][W_SCATTER], "BLOCK") == m->pair_block;
+    if (m->route_block <= 0 || m->pair_block != MOE_PAIR_BLOCK || m->scan_block <= 0 || !agree || m->combine_rows <= 0 ||
+        m->combine_cols <= 0)
       st = tilert_fail(TILE_ERROR_BAD_METADATA, "the MoE kernels' block consts are missing or disagree");
   }
   if (st != TILE_OK) {
@@ -120,19 +134,24 @@ static tile_status check_problem(const char *fn, const tile_moe_problem *p) {
   if ((int64_t)p->tokens * p->top_k > INT32_MAX)
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: tokens * top_k (%lld) must fit in 32 bits", fn,
                        (long long)p->tokens * p->top_k);
+  if (p->capacity < 0)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: capacity (%d) must be 0 (no limit) or positive", fn,
+                       p->capacity);
   return TILE_OK;
 }
 
 /* The workspace's sections, in order. */
-enum { WS_IDS, WS_WEIGHTS, WS_COUNTS, WS_OFFSETS, WS_CURSORS, WS_ROW_OF, WS_TOKEN_OF, WS_HIDDEN, WS_OUT, WS_COUNT };
+enum { WS_IDS, WS_WEIGHTS, WS_COUNTS, WS_OFFSETS, WS_BLOCKS, WS_ROW_OF, WS_TOKEN_OF, WS_HIDDEN, WS_OUT, WS_COUNT };
 
 static size_t round_up(size_t v) { return (v + MOE_SECTION_ALIGN - 1) / MOE_SECTION_ALIGN * MOE_SECTION_ALIGN; }
 
 /* Section offsets (at[WS_COUNT] is the total) of a checked problem. */
 static void sections(const tile_moe_problem *p, size_t at[WS_COUNT + 1]) {
   size_t pairs = (size_t)p->tokens * (size_t)p->top_k, e = (size_t)p->experts;
+  size_t blocks = (pairs + MOE_PAIR_BLOCK - 1) / MOE_PAIR_BLOCK;
+  /* offsets: each expert's start, the rows kept, the pairs dropped */
   const size_t bytes[WS_COUNT] = {pairs * MOE_I32_BYTES, pairs * sizeof(float), e * MOE_I32_BYTES,
-                                  (e + 1) * MOE_I32_BYTES, e * MOE_I32_BYTES, pairs * MOE_I32_BYTES,
+                                  (e + 2) * MOE_I32_BYTES, blocks * e * MOE_I32_BYTES, pairs * MOE_I32_BYTES,
                                   pairs * MOE_I32_BYTES, pairs * (size_t)p->d_ff * LAYER_ELEM_BYTES,
                                   pairs * (size_t)p->d_model * LAYER_ELEM_BYTES};
   at[0] = 0;
@@ -147,6 +166,19 @@ size_t tile_moe_workspace_bytes(const tile_moe_problem *p) {
 }
 
 static uint32_t cdiv(int64_t a, int64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+tile_status tile_moe_stats(const tile_moe_problem *p, uint64_t workspace, uint64_t *counts, uint64_t *dropped) {
+  static const char fn[] = "tile_moe_stats";
+  tile_status st = check_problem(fn, p);
+  if (st != TILE_OK) return st;
+  if (!counts || !dropped) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: counts or dropped is NULL", fn);
+  if (!workspace) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: workspace is 0", fn);
+  size_t at[WS_COUNT + 1];
+  sections(p, at);
+  *counts = workspace + at[WS_COUNTS];
+  *dropped = workspace + at[WS_OFFSETS] + (size_t)(p->experts + 1) * MOE_I32_BYTES;
+  return TILE_OK;
+}
 
 tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x, uint64_t router_logits,
                              uint64_t w_gate, uint64_t w_up, uint64_t w_down, uint64_t workspace,
@@ -167,6 +199,7 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
   for (int i = 0; i < WS_COUNT; i++) s[i] = workspace + at[i];
   int64_t tokens = p->tokens, e = p->experts, k = p->top_k, pairs = tokens * k, dm = p->d_model, dff = p->d_ff;
   uint32_t pair_grid = cdiv(pairs, m->pair_block), gemm_grid = m->sms;
+  int64_t capacity = p->capacity > 0 ? p->capacity : pairs; /* pairs: more than any expert gets */
   struct {
     const tile_kernel *k;
     uint32_t grid[3];
@@ -175,23 +208,26 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
   } steps[] = {
       {m->wk[w][W_ROUTE],
        {cdiv(tokens, m->route_block), 1, 1},
-       {tile_arg_ptr(s[WS_IDS]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_ptr(router_logits),
-        tile_arg_i64(tokens), tile_arg_i64(e), tile_arg_i64(e), tile_arg_i64(k), tile_arg_i64(p->sigmoid ? 1 : 0),
+       {tile_arg_ptr(s[WS_IDS]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(router_logits), tile_arg_i64(tokens),
+        tile_arg_i64(e), tile_arg_i64(e), tile_arg_i64(k), tile_arg_i64(p->sigmoid ? 1 : 0),
         tile_arg_bool(p->renormalize)},
-       10},
-      {m->sk[S_COUNT],
+       9},
+      /* per block of pairs: counts per expert, and each pair's rank in the block (into row_of) */
+      {m->wk[w][W_COUNT],
        {pair_grid, 1, 1},
-       {tile_arg_ptr(s[WS_COUNTS]), tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k)},
-       4},
-      {m->wk[w][W_OFFSETS],
-       {1, 1, 1},
-       {tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_CURSORS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_i64(e)},
-       4},
-      {m->sk[S_SCATTER],
-       {pair_grid, 1, 1},
-       {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_CURSORS]), tile_arg_ptr(s[WS_IDS]),
-        tile_arg_i64(tokens), tile_arg_i64(k)},
+       {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens),
+        tile_arg_i64(k), tile_arg_i64(e)},
        6},
+      {m->sk[S_SCAN],
+       {cdiv(e, m->scan_block), 1, 1},
+       {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_i64(pair_grid), tile_arg_i64(e)},
+       4},
+      {m->wk[w][W_SCATTER],
+       {pair_grid, 1, 1},
+       {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_BLOCKS]),
+        tile_arg_ptr(s[WS_COUNTS]), tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e),
+        tile_arg_i64(capacity)},
+       10},
       /* hidden = act(x[token] w_gate[e]) * (x[token] w_up[e]), rows gathered */
       {m->wk[w][W_UP + p->act],
        {gemm_grid, 1, 1},

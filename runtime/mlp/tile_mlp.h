@@ -85,8 +85,19 @@ tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y,
  * router_logits f32 [tokens, experts]; w_gate and w_up bf16 [experts,
  * d_model, d_ff]; w_down bf16 [experts, d_ff, d_model]; all contiguous.
  * The workspace (tile_moe_workspace_bytes(p) bytes) holds the routing,
- * the permutation and the experts' intermediate rows. Every token's
- * pairs are computed (no capacity limit, nothing dropped). */
+ * the permutation and the experts' intermediate rows.
+ *
+ * With capacity > 0 each expert takes at most that many (token, expert)
+ * pairs (GShard's expert capacity; from a capacity factor f, capacity =
+ * ceil(f * tokens * top_k / experts)). Pairs are ranked choice-major:
+ * every token's first choice in token order, then every second choice,
+ * and so on; an expert keeps its first `capacity` pairs in that order and
+ * drops the rest, which then add nothing to their token's y (the weights
+ * are those of the routing, not renormalized over what is kept). The
+ * result is deterministic: the same inputs give the same y bit for bit.
+ * tile_moe_stats gives where the routed count per expert and the number
+ * of dropped pairs lie in the workspace after the call. capacity 0: no
+ * limit, nothing dropped. */
 
 typedef struct tile_moe tile_moe;
 
@@ -97,6 +108,7 @@ typedef struct tile_moe_problem {
   bool sigmoid;              /* scores: each logit's sigmoid (true) or the softmax over the experts */
   bool renormalize;          /* weights: the chosen scores divided by their sum */
   tile_mlp_activation act;
+  int capacity;              /* pairs an expert takes at most; 0: no limit */
 } tile_moe_problem;
 
 /* Loads the kernels (every expert width) on rt's device. */
@@ -110,6 +122,13 @@ size_t tile_moe_workspace_bytes(const tile_moe_problem *p);
 tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x, uint64_t router_logits,
                              uint64_t w_gate, uint64_t w_up, uint64_t w_down, uint64_t workspace,
                              tile_stream *stream);
+
+/* Device addresses, inside the workspace of a tile_moe_forward call with
+ * problem p, of what the call leaves there: counts, i32[experts], the
+ * pairs routed to each expert (before the capacity), and dropped, one
+ * i32, the pairs dropped in all (0 without a capacity). Valid once the
+ * call's work on its stream is done, until the workspace is reused. */
+tile_status tile_moe_stats(const tile_moe_problem *p, uint64_t workspace, uint64_t *counts, uint64_t *dropped);
 
 #ifdef __cplusplus
 }

@@ -151,16 +151,19 @@ static bool run_mlp(Gpu *g, int act, int tokens, uint64_t seed) {
   return ok;
 }
 
-/* A MoE layer: 8 experts (3 and 6 chosen by no token), top-2, tokens 1001:
- * route, count, offsets, scatter, gated grouped GEMM (SwiGLU), grouped
- * GEMM, combine; y against float64 from the routing the GPU chose. */
+/* A MoE layer: route, count, scan, scatter, gated grouped GEMM (SwiGLU),
+ * grouped GEMM, combine; y against float64 from the routing the GPU
+ * chose, with the pairs past an expert's capacity (in priority order)
+ * left out. */
 /* The same MoE layer through tile_moe_forward (its own workspace): y must
- * equal the direct launches' bit for bit (the rows' order within an
- * expert may differ, each row's products do not), called directly and
- * from a CUDA graph that captured the call. */
-static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, const uint64_t in[5], const DBuf *y) {
+ * equal the direct launches' bit for bit (the permutation is
+ * deterministic), called directly and from a CUDA graph that captured the
+ * call; tile_moe_stats' dropped count must be `dropped`. */
+static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, int capacity, int dropped,
+                            const uint64_t in[5], const DBuf *y) {
   tile_moe *m = NULL;
-  tile_moe_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .experts = E, .top_k = K, .renormalize = true};
+  tile_moe_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .experts = E, .top_k = K, .renormalize = true,
+                        .capacity = capacity};
   size_t ws_bytes = tile_moe_workspace_bytes(&p);
   uint64_t ws = 0;
   DBuf y2;
@@ -173,6 +176,14 @@ static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, c
   if (!ok) printf("  tile_moe_forward failed: %s\n", tile_last_error());
   if (ok && memcmp(y2.host, y->host, y->n * 2)) {
     printf("  tile_moe_forward: y differs from the direct launches\n");
+    ok = false;
+  }
+  uint64_t counts_at = 0, dropped_at = 0;
+  int32_t got_dropped = -1;
+  ok = ok && tile_moe_stats(&p, ws, &counts_at, &dropped_at) == TILE_OK &&
+       tile_memcpy_dtoh(g->rt, &got_dropped, dropped_at, sizeof got_dropped) == TILE_OK;
+  if (ok && got_dropped != dropped) {
+    printf("  tile_moe_stats: %d pairs dropped, want %d\n", got_dropped, dropped);
     ok = false;
   }
   /* the whole layer captured in one CUDA graph and replayed twice on a
@@ -203,8 +214,9 @@ static bool moe_api_matches(Gpu *g, int E, int K, int tokens, int dm, int dff, c
 enum { MOE_PLAIN, MOE_LOSERS, MOE_ALL_TO_5 };
 
 /* One MoE layer: E experts (a power of two, the EXPERTS const), top K. */
-static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, int skew) {
+static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff, int skew, int capacity) {
   const bool losers = skew == MOE_LOSERS;
+  int dropped = 0;
   const size_t pairs = (size_t)tokens * K;
   char es[16];
   snprintf(es, sizeof es, "%d", E);
@@ -213,17 +225,19 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
   const char *const g1[] = {"EXPERTS", es, "GATED", "true", NULL};
   Variant v[7];
   memset(v, 0, sizeof v);
-  static const char *const kernels[7] = {"moe_route", "moe_count",  "moe_offsets", "moe_scatter",
-                                         "moe_gemm",  "moe_gemm",   "moe_combine"};
-  const char *const *defs[7] = {rd, kd, ed, kd, g1, ed, kd};
+  static const char *const kernels[7] = {"moe_route", "moe_count", "moe_scan",   "moe_scatter",
+                                         "moe_gemm",  "moe_gemm",  "moe_combine"};
+  const char *const *defs[7] = {rd, ed, kd, ed, g1, ed, kd};
   bool ok = true;
   for (int i = 0; i < 7 && ok; i++) ok = variant_build_kernel(g, MOE_FILE, kernels[i], defs[i], &v[i]);
-  enum { LOG, IDS, WTS, CNT, OFF, CUR, ROW, TOK, X, W1, W3, W2, HID, OUT, Y, NB };
-  static const char *const names[NB] = {"logits", "ids", "weights", "counts", "offsets", "cursors", "row_of",
+  enum { LOG, IDS, WTS, CNT, OFF, BLK, ROW, TOK, X, W1, W3, W2, HID, OUT, Y, NB };
+  static const char *const names[NB] = {"logits", "ids", "weights", "counts", "offsets", "block_counts", "row_of",
                                         "token_of", "x", "w_gate", "w_up", "w_down", "hidden", "out", "y"};
   static const char *const types[NB] = {"f32", "i32", "f32", "i32", "i32", "i32", "i32", "i32",
                                         "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16"};
-  const size_t sizes[NB] = {(size_t)tokens * E, pairs, pairs, E, E + 1, E, pairs, pairs, (size_t)tokens * dm,
+  /* moe_count and moe_scatter: BLOCK pairs per program, a row of block_counts each */
+  uint32_t bp = ok ? (uint32_t)variant_const(&v[1], "BLOCK", 64) : 64, pg = (uint32_t)((pairs + bp - 1) / bp);
+  const size_t sizes[NB] = {(size_t)tokens * E, pairs, pairs, E, E + 2, (size_t)pg * E, pairs, pairs, (size_t)tokens * dm,
                             (size_t)E * dm * dff, (size_t)E * dm * dff, (size_t)E * dff * dm, pairs * dff,
                             pairs * dm, (size_t)tokens * dm};
   const double range[NB] = {4, 0, 0, 0, 0, 0, 0, 0, 1, 0.1, 0.1, 0.1, 0, 0, 0};
@@ -231,29 +245,30 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
   memset(b, 0, sizeof b);
   Rng rng = {seed};
   ok = ok && alloc_all(g, b, names, types, sizes, NB, &rng, range);
-  if (ok) { /* experts 3 and 6 lose every vote (losers); the counts are poisoned: moe_route zeroes them */
+  if (ok) { /* experts 3 and 6 lose every vote (losers) */
     for (int t = 0; t < tokens && losers; t++)
       dbuf_set(&b[LOG], (size_t)t * E + 3, -100), dbuf_set(&b[LOG], (size_t)t * E + 6, -100);
     for (int t = 0; t < tokens && skew == MOE_ALL_TO_5; t++) dbuf_set(&b[LOG], (size_t)t * E + 5, 100);
-    dbuf_poison(&b[CNT]);
-    ok = dbuf_upload(g, &b[LOG]) && dbuf_upload(g, &b[CNT]);
+    ok = dbuf_upload(g, &b[LOG]);
   }
 #define P(i) tile_arg_ptr(b[i].dev)
-  /* moe_count and moe_scatter: BLOCK (512) pairs per program */
-  uint32_t sms = (uint32_t)g->props.sm_count, bp = (uint32_t)variant_const(&v[1], "BLOCK", 512), rt = 32;
-  tile_arg ra[10] = {P(IDS),           P(WTS),          P(CNT),          P(LOG),          tile_arg_i64(tokens),
-                     tile_arg_i64(E),  tile_arg_i64(E), tile_arg_i64(K), tile_arg_i64(0), tile_arg_bool(true)};
-  tile_arg ca[4] = {P(CNT), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K)};
-  tile_arg oa[4] = {P(OFF), P(CUR), P(CNT), tile_arg_i64(E)};
-  tile_arg sa[6] = {P(ROW), P(TOK), P(CUR), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K)};
+  uint32_t sms = (uint32_t)g->props.sm_count, rt = 32;
+  int64_t cap = capacity > 0 ? capacity : (int64_t)pairs;
+  tile_arg ra[9] = {P(IDS),          P(WTS),          P(LOG),          tile_arg_i64(tokens), tile_arg_i64(E),
+                    tile_arg_i64(E), tile_arg_i64(K), tile_arg_i64(0), tile_arg_bool(true)};
+  tile_arg ca[6] = {P(BLK), P(ROW), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K), tile_arg_i64(E)};
+  uint32_t se = (uint32_t)variant_const(&v[2], "BLOCK_E", 8);
+  tile_arg oa[4] = {P(BLK), P(CNT), tile_arg_i64(pg), tile_arg_i64(E)};
+  tile_arg sa[10] = {P(ROW), P(TOK), P(OFF), P(BLK), P(CNT), P(IDS), tile_arg_i64(tokens), tile_arg_i64(K),
+                     tile_arg_i64(E), tile_arg_i64(cap)};
   tile_arg m1[9] = {P(HID), P(X), P(W1), P(W3), P(OFF), P(TOK), tile_arg_i64(E), tile_arg_i64(dff), tile_arg_i64(dm)};
   tile_arg m2[9] = {P(OUT), P(HID), P(W2), P(W2), P(OFF), P(TOK), tile_arg_i64(E), tile_arg_i64(dm), tile_arg_i64(dff)};
   tile_arg cb[7] = {P(Y), P(OUT), P(WTS), P(ROW), tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(K)};
 #undef P
   /* the second GEMM reads the hidden rows in their permuted order: no gather */
-  uint32_t pg = (uint32_t)((pairs + bp - 1) / bp);
-  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 10) && launch(g, &v[1], pg, 1, ca, 4) &&
-       launch(g, &v[2], 1, 1, oa, 4) && launch(g, &v[3], pg, 1, sa, 6) && launch(g, &v[4], sms, 1, m1, 9);
+  ok = ok && launch(g, &v[0], (tokens + rt - 1) / rt, 1, ra, 9) && launch(g, &v[1], pg, 1, ca, 6) &&
+       launch(g, &v[2], (E + se - 1) / se, 1, oa, 4) && launch(g, &v[3], pg, 1, sa, 10) &&
+       launch(g, &v[4], sms, 1, m1, 9);
   if (ok) { /* the second GEMM: GATHER false (its own build) */
     variant_free(&v[5]);
     ok = variant_build_kernel(g, MOE_FILE, "moe_gemm", (const char *const[]){"EXPERTS", es, "GATHER", "false", NULL},
@@ -263,11 +278,25 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
   }
   for (int i = 0; i < NB && ok; i++) ok = dbuf_download(g, &b[i]);
   if (ok) {
-    /* the reference from the GPU's routing: y[t] = sum_k w * (act(x W1) * (x W3)) W2 */
+    /* the reference from the GPU's routing: y[t] = sum_k w * (act(x W1) * (x W3)) W2
+     * over the pairs kept: each expert's first `cap` in priority order */
     double *y = calloc(sizes[Y], sizeof(double)), *h = malloc(sizeof(double) * dff);
+    bool *kept = calloc(pairs, 1);
+    int *taken = calloc((size_t)E, sizeof(int));
+    for (size_t q = 0; q < pairs; q++) {
+      size_t pair = (q % (size_t)tokens) * (size_t)K + q / (size_t)tokens;
+      int e = (int)dbuf_get(&b[IDS], pair);
+      kept[pair] = e >= 0 && e < E && taken[e]++ < cap;
+      if (!kept[pair]) dropped++;
+    }
+    if ((int)dbuf_get(&b[OFF], (size_t)E + 1) != dropped) {
+      printf("  offsets[experts + 1]: %g pairs dropped, want %d\n", dbuf_get(&b[OFF], (size_t)E + 1), dropped);
+      ok = false;
+    }
     for (int t = 0; t < tokens; t++)
       for (int kk = 0; kk < K; kk++) {
         int e = (int)dbuf_get(&b[IDS], (size_t)t * K + kk);
+        if (!kept[(size_t)t * K + kk]) continue;
         ok = ok && (!losers || (e != 3 && e != 6)) && (skew != MOE_ALL_TO_5 || kk > 0 || e == 5);
         for (int j = 0; j < dff; j++) {
           double gs = 0, us = 0;
@@ -286,10 +315,12 @@ static bool run_moe(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int
       }
     double e = rel_err(&b[Y], y, sizes[Y]);
     if (!(e <= MLP_TOL)) printf("  y: relative error %.3g%s\n", e, ok ? "" : " (an expert that loses every vote chosen)");
-    ok = ok && e <= MLP_TOL;
-    free(y), free(h);
+    ok = ok && e <= MLP_TOL && (capacity == 0 ? dropped == 0 : dropped > 0);
+    free(y), free(h), free(kept), free(taken);
   }
-  if (ok) ok = moe_api_matches(g, E, K, tokens, dm, dff, (const uint64_t[5]){b[X].dev, b[LOG].dev, b[W1].dev, b[W3].dev, b[W2].dev}, &b[Y]);
+  if (ok)
+    ok = moe_api_matches(g, E, K, tokens, dm, dff, capacity, dropped,
+                         (const uint64_t[5]){b[X].dev, b[LOG].dev, b[W1].dev, b[W3].dev, b[W2].dev}, &b[Y]);
   for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
   for (int i = 0; i < 7; i++) variant_free(&v[i]);
   return ok;
@@ -383,6 +414,8 @@ int gpu_mlp_tests(Gpu *g, const char *only) {
                                       "moe layer 600 tokens 128 experts top-8 (fine-grained)",
                                       "moe layer 7 tokens 8 experts top-1 (all to one expert)",
                                       "moe layer 1 token 32 experts top-8",
+                                      "moe layer 1001 tokens 8 experts top-2 capacity 200 (pairs dropped)",
+                                      "moe layer 600 tokens 128 experts top-8 capacity 30 (pairs dropped)",
                                       "mlp fp8 e4m3 swiglu 1000 tokens 272->528->272 (per-token, per-channel scales)"};
   enum { CASES = sizeof names / sizeof names[0] };
   int failed = 0;
@@ -395,10 +428,12 @@ int gpu_mlp_tests(Gpu *g, const char *only) {
     case 3: ok = run_mlp(g, 0, 1, 8003); break;
     case 4: ok = run_mlp(g, 0, 7, 8004); break;
     case 5: ok = run_mlp(g, 2, 8191, 8005); break;
-    case 6: ok = run_moe(g, 8100, 8, 2, 1001, 136, 264, MOE_LOSERS); break;
-    case 7: ok = run_moe(g, 8200, 128, 8, 600, 128, 192, MOE_PLAIN); break;
-    case 8: ok = run_moe(g, 8201, 8, 1, 7, 136, 264, MOE_ALL_TO_5); break;
-    case 9: ok = run_moe(g, 8202, 32, 8, 1, 128, 192, MOE_PLAIN); break;
+    case 6: ok = run_moe(g, 8100, 8, 2, 1001, 136, 264, MOE_LOSERS, 0); break;
+    case 7: ok = run_moe(g, 8200, 128, 8, 600, 128, 192, MOE_PLAIN, 0); break;
+    case 8: ok = run_moe(g, 8201, 8, 1, 7, 136, 264, MOE_ALL_TO_5, 0); break;
+    case 9: ok = run_moe(g, 8202, 32, 8, 1, 128, 192, MOE_PLAIN, 0); break;
+    case 10: ok = run_moe(g, 8203, 8, 2, 1001, 136, 264, MOE_LOSERS, 200); break;
+    case 11: ok = run_moe(g, 8204, 128, 8, 600, 128, 192, MOE_ALL_TO_5, 30); break;
     default: ok = run_mlp_fp8(g, 8300); break;
     }
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);

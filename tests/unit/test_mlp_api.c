@@ -94,6 +94,24 @@ Test(mlp_api, moe_problems_are_checked_field_by_field) {
   expect_moe_error(&p, moe_ptrs, "tokens * top_k (8589934592) must fit in 32 bits");
   p = moe_good, p.act = (tile_mlp_activation)7;
   expect_moe_error(&p, moe_ptrs, "act is 7");
+  p = moe_good, p.capacity = -1;
+  expect_moe_error(&p, moe_ptrs, "capacity (-1) must be 0 (no limit) or positive");
+}
+
+/* tile_moe_stats: the routed counts (after ids and weights) and the
+ * dropped count (offsets[experts + 1]) inside the workspace. */
+Test(mlp_api, moe_stats_point_into_the_workspace) {
+  size_t pairs = 1001 * 2, r = 256, rounded = (pairs * 4 + r - 1) / r * r;
+  uint64_t counts = 0, dropped = 0, ws = P(9);
+  cr_assert_eq(tile_moe_stats(&moe_good, ws, &counts, &dropped), TILE_OK);
+  cr_expect_eq(counts, ws + 2 * rounded);
+  cr_expect_eq(dropped, ws + 2 * rounded + r + (8 + 1) * 4);
+  cr_expect_eq(tile_moe_stats(&moe_good, ws, NULL, &dropped), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_moe_stats: counts or dropped is NULL"), "%s", tile_last_error());
+  cr_expect_eq(tile_moe_stats(&moe_good, 0, &counts, &dropped), TILE_ERROR_INVALID_ARGUMENT);
+  tile_moe_problem p = moe_good;
+  p.experts = 0;
+  cr_expect_eq(tile_moe_stats(&p, ws, &counts, &dropped), TILE_ERROR_INVALID_ARGUMENT);
 }
 
 Test(mlp_api, moe_pointers_are_checked) {
@@ -113,11 +131,13 @@ Test(mlp_api, moe_pointers_are_checked) {
   tile_moe_destroy(NULL);
 }
 
-/* ids, weights, counts, offsets, cursors, row_of, token_of (each rounded
- * to 256 bytes), the hidden rows and the experts' outputs */
+/* ids, weights, counts, offsets, the blocks' counts (one row of 8 per 64
+ * pairs), row_of, token_of (each rounded to 256 bytes), the hidden rows
+ * and the experts' outputs */
 Test(mlp_api, moe_workspace_holds_the_routing_and_the_rows) {
-  size_t pairs = 1001 * 2, r = 256;
-  size_t want = 2 * ((pairs * 4 + r - 1) / r * r) + 2 * r /* counts, cursors */ + r /* offsets */ +
+  size_t pairs = 1001 * 2, r = 256, blocks = (pairs + 63) / 64;
+  size_t want = 2 * ((pairs * 4 + r - 1) / r * r) + r /* counts */ + r /* offsets */ +
+                (blocks * 8 * 4 + r - 1) / r * r +
                 2 * ((pairs * 4 + r - 1) / r * r) + (pairs * 264 * 2 + r - 1) / r * r + (pairs * 136 * 2 + r - 1) / r * r;
   cr_expect_eq(tile_moe_workspace_bytes(&moe_good), want);
   tile_moe_problem p = moe_good;

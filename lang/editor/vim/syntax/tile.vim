@@ -10,7 +10,7 @@ syn keyword tileConstant None inf nan
 syn keyword tileType i1 i8 i16 i32 i64 u8 u16 u32 u64 f8e4m3 f8e5m2 f16 bf16 f32 f64 bool tensor type
 syn keyword tileContextual range align multiple_of
 syn keyword tileBuiltin device_print device_assert program_id num_programs cluster_id cluster_rank num_clusters cluster_size arange zeros full load store load_block store_block dot
-syn keyword tileBuiltin sum max min argmax argmin maximum minimum where fma cdiv
+syn keyword tileBuiltin sum max min argmax argmin cumsum maximum minimum where fma cdiv
 syn keyword tileBuiltin exp exp2 log log2 sqrt rsqrt sin cos tanh erf sigmoid floor ceil abs
 syn keyword tileBuiltin broadcast_to reshape trans expand_dims bitcast static_assert static_print
 syn keyword tileBuiltin atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas
