@@ -89,25 +89,30 @@ Test(moe, route_top1) { check_route((Route){300, 16, 16, 1, 0, true, true}, 104)
 /* The routing's permutation: counts, offsets (experts + 2), the maps and
  * the blocks' counts (then starts). */
 typedef struct Perm {
-  HBuf counts, offsets, blocks, row_of, token_of;
+  HBuf counts, offsets, blocks, row_of, token_of, tile_expert;
+  size_t rows_bound; /* rows the padded order may take: pairs + experts * (align - 1) */
 } Perm;
 
 /* moe_count, moe_scan, moe_scatter on ids, with at most `capacity` rows
- * per expert. */
-static Perm run_permutation(const Route *r, HBuf *ids, int capacity) {
+ * per expert and segments starting at multiples of `align` rows. */
+static Perm run_permutation(const Route *r, HBuf *ids, int capacity, int align) {
   size_t pairs = (size_t)r->tokens * r->top_k;
   char ebuf[16];
   snprintf(ebuf, sizeof ebuf, "%d", r->tiles_experts);
-  const char *edefs[] = {"EXPERTS", ebuf, NULL};
+  char abuf[16];
+  snprintf(abuf, sizeof abuf, "%d", align);
+  const char *edefs[] = {"EXPERTS", ebuf, NULL}, *sdefs[] = {"EXPERTS", ebuf, "ALIGN", abuf, NULL};
   tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_count", edefs);
   int64_t bp = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK", &bp));
   int64_t grid = harness_cdiv((int64_t)pairs, bp);
   Perm pm = {hbuf_new("i32", (size_t)r->experts, "counts"), hbuf_new("i32", (size_t)r->experts + 2, "offsets"),
              hbuf_new("i32", (size_t)grid * r->experts, "block_counts"), hbuf_new("i32", pairs, "row_of"),
-             hbuf_new("i32", pairs, "token_of")};
+             hbuf_new("i32", pairs + (size_t)r->experts * (align - 1), "token_of"),
+             hbuf_new("i32", (pairs + (size_t)r->experts * (align - 1)) / align + 1, "tile_expert"),
+             pairs + (size_t)r->experts * (align - 1)};
   hbuf_poison(&pm.counts), hbuf_poison(&pm.offsets), hbuf_poison(&pm.blocks), hbuf_poison(&pm.row_of),
-      hbuf_poison(&pm.token_of);
+      hbuf_poison(&pm.token_of), hbuf_poison(&pm.tile_expert);
   tc_arg ca[6] = {{.p = pm.blocks.data}, {.p = pm.row_of.data}, {.p = ids->data},
                   {.i = r->tokens},      {.i = r->top_k},       {.i = r->experts}};
   const HBuf *cb[] = {&pm.blocks, &pm.row_of, ids};
@@ -120,19 +125,19 @@ static Perm run_permutation(const Route *r, HBuf *ids, int capacity) {
   const HBuf *sb[] = {&pm.blocks, &pm.counts};
   harness_run(c, (int64_t[3]){harness_cdiv(r->experts, be), 1, 1}, sa, 4, sb, 2);
   tc_free(c);
-  c = harness_compile("lang/std/moe.tile", "moe_scatter", edefs);
-  tc_arg xa[10] = {{.p = pm.row_of.data}, {.p = pm.token_of.data}, {.p = pm.offsets.data}, {.p = pm.blocks.data},
-                   {.p = pm.counts.data}, {.p = ids->data},        {.i = r->tokens},        {.i = r->top_k},
-                   {.i = r->experts},     {.i = capacity}};
-  const HBuf *xb[] = {&pm.row_of, &pm.token_of, &pm.offsets, &pm.blocks, &pm.counts, ids};
-  harness_run(c, (int64_t[3]){grid, 1, 1}, xa, 10, xb, 6);
+  c = harness_compile("lang/std/moe.tile", "moe_scatter", sdefs);
+  tc_arg xa[11] = {{.p = pm.row_of.data},    {.p = pm.token_of.data}, {.p = pm.offsets.data}, {.p = pm.tile_expert.data},
+                   {.p = pm.blocks.data},    {.p = pm.counts.data},   {.p = ids->data},       {.i = r->tokens},
+                   {.i = r->top_k},          {.i = r->experts},       {.i = capacity}};
+  const HBuf *xb[] = {&pm.row_of, &pm.token_of, &pm.offsets, &pm.tile_expert, &pm.blocks, &pm.counts, ids};
+  harness_run(c, (int64_t[3]){grid, 1, 1}, xa, 11, xb, 7);
   tc_free(c);
   return pm;
 }
 
 static void perm_free(Perm *pm) {
   hbuf_free(&pm->counts), hbuf_free(&pm->offsets), hbuf_free(&pm->blocks), hbuf_free(&pm->row_of),
-      hbuf_free(&pm->token_of);
+      hbuf_free(&pm->token_of), hbuf_free(&pm->tile_expert);
 }
 
 /* count, scan, scatter on the routing of `r` (ids from moe_route, or with
@@ -140,7 +145,7 @@ static void perm_free(Perm *pm) {
  * permutation computed here: pairs in priority order (every first choice
  * in token order, then every second choice, ...), each expert keeping its
  * first `capacity` pairs in that order, rows in that order. */
-static void check_permutation(Route r, int capacity, bool skew, uint64_t seed) {
+static void check_permutation(Route r, int capacity, int align, bool skew, uint64_t seed) {
   Rng rng = {seed};
   size_t pairs = (size_t)r.tokens * r.top_k;
   HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
@@ -149,12 +154,12 @@ static void check_permutation(Route r, int capacity, bool skew, uint64_t seed) {
   if (skew)
     for (int t = 0; t < r.tokens; t++) hbuf_set(&logits, (size_t)t * r.experts, 100);
   run_route(&r, &logits, &ids, &w);
-  Perm pm = run_permutation(&r, &ids, capacity);
+  Perm pm = run_permutation(&r, &ids, capacity, align);
   int routed[MOE_MAX_EXPERTS] = {0}, kept[MOE_MAX_EXPERTS] = {0}, start[MOE_MAX_EXPERTS + 1] = {0}, dropped = 0;
   for (size_t i = 0; i < pairs; i++) routed[(int)hbuf_get(&ids, i)]++;
   for (int e = 0; e < r.experts; e++) {
     kept[e] = routed[e] < capacity ? routed[e] : capacity;
-    start[e + 1] = start[e] + kept[e], dropped += routed[e] - kept[e];
+    start[e + 1] = start[e] + (kept[e] + align - 1) / align * align, dropped += routed[e] - kept[e];
     cr_expect_eq((int)hbuf_get(&pm.counts, e), routed[e], "count of expert %d", e);
     cr_expect_eq((int)hbuf_get(&pm.offsets, e), start[e], "offset of expert %d", e);
   }
@@ -168,20 +173,32 @@ static void check_permutation(Route r, int capacity, bool skew, uint64_t seed) {
     cr_expect_eq(row, want, "pair %zu (token %zu, expert %d, rank %d): row %d, want %d", pair, t, e, rank, row, want);
     if (want >= 0) cr_expect_eq((int)hbuf_get(&pm.token_of, (size_t)want), (int)t, "token_of[%d]", want);
   }
+  for (int e = 0; e < r.experts && align > 1; e++) {
+    for (int row = start[e] + kept[e]; row < start[e + 1]; row++)
+      cr_expect_eq((int)hbuf_get(&pm.token_of, (size_t)row), -1, "padding row %d of expert %d: token_of", row, e);
+    for (int t = start[e] / align; t < start[e + 1] / align; t++)
+      cr_expect_eq((int)hbuf_get(&pm.tile_expert, (size_t)t), e, "tile_expert[%d]", t);
+  }
   perm_free(&pm);
   hbuf_free(&logits), hbuf_free(&ids), hbuf_free(&w);
 }
 
-Test(moe, permutation_top2_of_8) { check_permutation((Route){1000, 8, 8, 2, 0, true, false}, NO_LIMIT, false, 105); }
-Test(moe, permutation_top8_of_128) { check_permutation((Route){97, 128, 128, 8, 1, true, false}, NO_LIMIT, false, 106); }
+Test(moe, permutation_top2_of_8) { check_permutation((Route){1000, 8, 8, 2, 0, true, false}, NO_LIMIT, 1, false, 105); }
+Test(moe, permutation_top8_of_128) { check_permutation((Route){97, 128, 128, 8, 1, true, false}, NO_LIMIT, 1, false, 106); }
 /* one token: most experts get none */
-Test(moe, permutation_one_token) { check_permutation((Route){1, 128, 128, 8, 0, true, false}, NO_LIMIT, false, 107); }
+Test(moe, permutation_one_token) { check_permutation((Route){1, 128, 128, 8, 0, true, false}, NO_LIMIT, 1, false, 107); }
+/* segments padded to 64 and 128 rows: padding rows have no token, every row tile its expert */
+Test(moe, permutation_padded_segments) {
+  check_permutation((Route){1000, 8, 8, 2, 0, true, false}, NO_LIMIT, 64, false, 117);
+  check_permutation((Route){97, 128, 128, 8, 1, true, false}, 5, 128, false, 118);
+  check_permutation((Route){1, 32, 32, 8, 0, true, false}, NO_LIMIT, 128, false, 119);
+}
 /* capacity: the later pairs of full experts dropped, first choices first */
 Test(moe, permutation_capacity_drops_in_priority_order) {
-  check_permutation((Route){1000, 8, 8, 2, 0, true, false}, 200, false, 112);
-  check_permutation((Route){300, 8, 8, 2, 0, true, false}, 250, true, 113); /* expert 0 takes every first choice */
-  check_permutation((Route){97, 32, 32, 4, 1, true, false}, 3, false, 114);
-  check_permutation((Route){50, 8, 8, 1, 0, true, false}, 0, false, 115); /* everything dropped */
+  check_permutation((Route){1000, 8, 8, 2, 0, true, false}, 200, 1, false, 112);
+  check_permutation((Route){300, 8, 8, 2, 0, true, false}, 250, 1, true, 113); /* expert 0 takes every first choice */
+  check_permutation((Route){97, 32, 32, 4, 1, true, false}, 3, 1, false, 114);
+  check_permutation((Route){50, 8, 8, 1, 0, true, false}, 0, 1, false, 115); /* everything dropped */
 }
 
 /* The grouped GEMM: out[r] = x[token_of[r]] @ w[expert of r] (or, gated,
@@ -198,7 +215,7 @@ static void check_grouped_gemm(bool gather, bool gated, int act, int capacity, u
   hbuf_fill_uniform(&logits, &rng, -4, 4);
   for (int t = 0; t < r.tokens; t++) hbuf_set(&logits, (size_t)t * 8 + 3, -100), hbuf_set(&logits, (size_t)t * 8 + 6, -100);
   run_route(&r, &logits, &ids, &wts);
-  Perm pm = run_permutation(&r, &ids, capacity);
+  Perm pm = run_permutation(&r, &ids, capacity, 1);
   size_t rows = (size_t)hbuf_get(&pm.offsets, r.experts); /* kept */
   cr_expect(capacity < NO_LIMIT ? rows < pairs : rows == pairs, "%zu of %zu pairs kept", rows, pairs);
   HBuf x = hbuf_new("bf16", (size_t)r.tokens * k, "x"), w = hbuf_new("bf16", (size_t)8 * k * n, "w");
@@ -268,3 +285,91 @@ Test(moe, grouped_gemm_permuted_rows) { check_grouped_gemm(false, false, 0, NO_L
 Test(moe, grouped_gemm_and_combine_with_dropped_pairs) { check_grouped_gemm(true, true, 0, 25, 116); }
 Test(moe, grouped_gemm_gated_swiglu) { check_grouped_gemm(true, true, 0, NO_LIMIT, 110); }
 Test(moe, grouped_gemm_gated_geglu_tanh) { check_grouped_gemm(true, true, 2, NO_LIMIT, 111); }
+
+/* The padded path: moe_scatter with ALIGN = BLOCK_M, moe_gather (x in the
+ * permuted order, padding rows zero), moe_gemm_ws gated (the hidden rows)
+ * and plain (the experts' outputs) on TMA descriptors; every kept row
+ * against float64, padding rows zero. Experts 3 and 6 get no token. */
+static void check_grouped_gemm_ws(int act, int capacity, uint64_t seed) {
+  Route r = {300, 8, 8, 2, 0, true, false}; /* about 100 rows per expert: two or three row tiles each */
+  enum { ALIGN = 64 };
+  const int k = 72, n = 136;
+  Rng rng = {seed};
+  size_t pairs = (size_t)r.tokens * r.top_k;
+  HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
+  HBuf ids = hbuf_new("i32", pairs, "ids"), wts = hbuf_new("f32", pairs, "weights");
+  hbuf_fill_uniform(&logits, &rng, -4, 4);
+  for (int t = 0; t < r.tokens; t++) hbuf_set(&logits, (size_t)t * 8 + 3, -100), hbuf_set(&logits, (size_t)t * 8 + 6, -100);
+  run_route(&r, &logits, &ids, &wts);
+  Perm pm = run_permutation(&r, &ids, capacity, ALIGN);
+  size_t bound = pm.rows_bound, rows = (size_t)hbuf_get(&pm.offsets, r.experts);
+  cr_assert(rows % ALIGN == 0 && rows <= bound, "%zu padded rows (bound %zu)", rows, bound);
+  HBuf x = hbuf_new("bf16", (size_t)r.tokens * k, "x"), xp = hbuf_new("bf16", bound * k, "xp");
+  HBuf w = hbuf_new("bf16", (size_t)8 * k * n, "w"), wu = hbuf_new("bf16", (size_t)8 * k * n, "w_up");
+  HBuf wd = hbuf_new("bf16", (size_t)8 * n * k, "w_down");
+  HBuf hid = hbuf_new("bf16", bound * n, "hidden"), out = hbuf_new("bf16", bound * k, "out");
+  hbuf_fill_uniform(&x, &rng, -1, 1), hbuf_fill_uniform(&w, &rng, -0.3, 0.3), hbuf_fill_uniform(&wu, &rng, -0.3, 0.3);
+  hbuf_fill_uniform(&wd, &rng, -0.3, 0.3);
+  hbuf_poison(&xp), hbuf_poison(&hid), hbuf_poison(&out);
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_gather", NULL);
+  tc_arg ga[6] = {{.p = xp.data}, {.p = x.data}, {.p = pm.token_of.data}, {.p = pm.offsets.data}, {.i = 8}, {.i = k}};
+  const HBuf *gb[] = {&xp, &x, &pm.token_of, &pm.offsets};
+  harness_run(c, (int64_t[3]){harness_cdiv((int64_t)bound, 32), harness_cdiv(k, 256), 1}, ga, 6, gb, 4);
+  tc_free(c);
+  char a[4];
+  snprintf(a, sizeof a, "%d", act);
+  const char *up_defs[] = {"GATED", "true", "ACT", a, "BLOCK_M", "64", "BLOCK_N", "64", "CONSUMERS", "1", NULL};
+  const char *down_defs[] = {"BLOCK_M", "64", "BLOCK_N", "64", "CONSUMERS", "1", NULL};
+  /* up: hidden = act(xp w) * (xp w_up), descriptors [rows, cols] row-major */
+  c = harness_compile("lang/std/moe.tile", "moe_gemm_ws", up_defs);
+  tc_arg ua[9] = {{.p = hid.data, .shape = {(int64_t)bound, n}, .strides = {n, 1}},
+                  {.p = xp.data, .shape = {(int64_t)bound, k}, .strides = {k, 1}},
+                  {.p = w.data, .shape = {8 * k, n}, .strides = {n, 1}},
+                  {.p = wu.data, .shape = {8 * k, n}, .strides = {n, 1}},
+                  {.p = pm.offsets.data}, {.p = pm.tile_expert.data}, {.i = 8}, {.i = n}, {.i = k}};
+  const HBuf *ub[] = {&hid, &xp, &w, &wu, &pm.offsets, &pm.tile_expert};
+  harness_run(c, (int64_t[3]){5, 1, 1}, ua, 9, ub, 6);
+  tc_free(c);
+  /* down: out = hidden w_down */
+  c = harness_compile("lang/std/moe.tile", "moe_gemm_ws", down_defs);
+  tc_arg da[9] = {{.p = out.data, .shape = {(int64_t)bound, k}, .strides = {k, 1}},
+                  {.p = hid.data, .shape = {(int64_t)bound, n}, .strides = {n, 1}},
+                  {.p = wd.data, .shape = {8 * n, k}, .strides = {k, 1}},
+                  {.p = wd.data, .shape = {8 * n, k}, .strides = {k, 1}},
+                  {.p = pm.offsets.data}, {.p = pm.tile_expert.data}, {.i = 8}, {.i = k}, {.i = n}};
+  const HBuf *db[] = {&out, &hid, &wd, &pm.offsets, &pm.tile_expert};
+  harness_run(c, (int64_t[3]){3, 1, 1}, da, 9, db, 5);
+  tc_free(c);
+  double *want_h = calloc(rows * n, sizeof(double)), *want_o = calloc(rows * k, sizeof(double));
+  size_t kept_rows = 0;
+  for (int e = 0; e < 8; e++)
+    for (size_t row = (size_t)hbuf_get(&pm.offsets, e); row < (size_t)hbuf_get(&pm.offsets, e + 1); row++) {
+      int tok = (int)hbuf_get(&pm.token_of, row);
+      if (tok < 0) continue; /* padding: zeros */
+      kept_rows++;
+      for (int j = 0; j < n; j++) {
+        double g = 0, u = 0;
+        for (int q = 0; q < k; q++) {
+          g += hbuf_get(&x, (size_t)tok * k + q) * hbuf_get(&w, ((size_t)e * k + q) * n + j);
+          u += hbuf_get(&x, (size_t)tok * k + q) * hbuf_get(&wu, ((size_t)e * k + q) * n + j);
+        }
+        want_h[row * n + j] = act_ref(g, act == 0 ? 4 : act == 1 ? 2 : 3) * u;
+      }
+      for (int j = 0; j < k; j++) { /* from the kernel's (bf16) hidden row */
+        double s = 0;
+        for (int q = 0; q < n; q++) s += hbuf_get(&hid, row * n + q) * hbuf_get(&wd, ((size_t)e * n + q) * k + j);
+        want_o[row * k + j] = s;
+      }
+    }
+  cr_expect(kept_rows > 0 && kept_rows < rows, "%zu rows kept of %zu padded", kept_rows, rows);
+  double eh = rel_error(&hid, want_h, rows * n), eo = rel_error(&out, want_o, rows * k);
+  cr_expect_lt(eh, BF16_TOL, "hidden (act %d, capacity %d): rel error %g", act, capacity, eh);
+  cr_expect_lt(eo, BF16_TOL, "out (act %d, capacity %d): rel error %g", act, capacity, eo);
+  free(want_h), free(want_o);
+  perm_free(&pm);
+  HBuf *all[] = {&logits, &ids, &wts, &x, &xp, &w, &wu, &wd, &hid, &out};
+  for (int i = 0; i < 10; i++) hbuf_free(all[i]);
+}
+
+Test(moe, grouped_gemm_ws_swiglu_padded) { check_grouped_gemm_ws(0, NO_LIMIT, 120); }
+Test(moe, grouped_gemm_ws_geglu_erf_with_capacity) { check_grouped_gemm_ws(1, 70, 121); }
