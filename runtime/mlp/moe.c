@@ -1,8 +1,10 @@
 /* moe.c - the MoE layer of tile_mlp.h: the kernels of lang/std/moe.tile,
- * embedded per expert width (meson compiles moe_route, moe_count,
- * moe_scatter and the two moe_gemm forms for each width, the gated one
- * per activation, and moe_scan and moe_combine once, into the moe_*.h
- * headers), launched in turn on the caller's stream. */
+ * embedded (meson compiles moe_route, moe_count and moe_scatter for each
+ * expert width, and moe_scan, moe_gather, the grouped GEMMs moe_gemm_ws
+ * (gated per activation, and plain) and moe_combine once, into the moe_*.h
+ * headers), launched in turn on the caller's stream. Each expert's rows
+ * start at a multiple of MOE_ALIGN (the grouped GEMMs' BLOCK_M), so every
+ * row tile of the GEMMs belongs to one expert and goes through TMA. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,8 @@
 #include "moe_count_w128.h"
 #include "moe_count_w32.h"
 #include "moe_count_w8.h"
-#include "moe_down_w128.h"
-#include "moe_down_w32.h"
-#include "moe_down_w8.h"
+#include "moe_down.h"
+#include "moe_gather.h"
 #include "moe_route_w128.h"
 #include "moe_route_w32.h"
 #include "moe_route_w8.h"
@@ -23,15 +24,9 @@
 #include "moe_scatter_w128.h"
 #include "moe_scatter_w32.h"
 #include "moe_scatter_w8.h"
-#include "moe_up_w128_act0.h"
-#include "moe_up_w128_act1.h"
-#include "moe_up_w128_act2.h"
-#include "moe_up_w32_act0.h"
-#include "moe_up_w32_act1.h"
-#include "moe_up_w32_act2.h"
-#include "moe_up_w8_act0.h"
-#include "moe_up_w8_act1.h"
-#include "moe_up_w8_act2.h"
+#include "moe_up_act0.h"
+#include "moe_up_act1.h"
+#include "moe_up_act2.h"
 #include "tile_mlp.h"
 
 /* The expert widths built in (the kernels' EXPERTS), ascending; a layer
@@ -51,29 +46,33 @@ static const int widths[MOE_WIDTHS] = {8, 32, 128};
  * when the kernels load): the workspace holds one row of per-expert
  * counts per block. */
 #define MOE_PAIR_BLOCK 64
+/* Rows an expert's segment is padded to (moe_scatter's ALIGN, the grouped
+ * GEMMs' BLOCK_M; checked when the kernels load): the permuted order has
+ * at most pairs + experts * (MOE_ALIGN - 1) rows. */
+#define MOE_ALIGN 128
 
-/* Per width: route, count, scatter, down (GATHER false), up per
- * activation. */
-enum { W_ROUTE, W_COUNT, W_SCATTER, W_DOWN, W_UP, W_KERNELS = W_UP + MOE_ACTS };
+/* Per width: route, count, scatter. */
+enum { W_ROUTE, W_COUNT, W_SCATTER, W_KERNELS };
 static const LayerLoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
-    {moe_route_w8_load, moe_count_w8_load, moe_scatter_w8_load, moe_down_w8_load, moe_up_w8_act0_load,
-     moe_up_w8_act1_load, moe_up_w8_act2_load},
-    {moe_route_w32_load, moe_count_w32_load, moe_scatter_w32_load, moe_down_w32_load, moe_up_w32_act0_load,
-     moe_up_w32_act1_load, moe_up_w32_act2_load},
-    {moe_route_w128_load, moe_count_w128_load, moe_scatter_w128_load, moe_down_w128_load, moe_up_w128_act0_load,
-     moe_up_w128_act1_load, moe_up_w128_act2_load}};
-static const char *const width_names[W_KERNELS] = {"moe_route", "moe_count", "moe_scatter", "moe_gemm",
-                                                   "moe_gemm",  "moe_gemm",  "moe_gemm"};
-enum { S_SCAN, S_COMBINE, S_KERNELS };
-static const LayerLoadFn shared_loads[S_KERNELS] = {moe_scan_load, moe_combine_load};
-static const char *const shared_names[S_KERNELS] = {"moe_scan", "moe_combine"};
+    {moe_route_w8_load, moe_count_w8_load, moe_scatter_w8_load},
+    {moe_route_w32_load, moe_count_w32_load, moe_scatter_w32_load},
+    {moe_route_w128_load, moe_count_w128_load, moe_scatter_w128_load}};
+static const char *const width_names[W_KERNELS] = {"moe_route", "moe_count", "moe_scatter"};
+/* Once: scan, gather, combine, the plain grouped GEMM, the gated one per
+ * activation. */
+enum { S_SCAN, S_GATHER, S_COMBINE, S_DOWN, S_UP, S_KERNELS = S_UP + MOE_ACTS };
+static const LayerLoadFn shared_loads[S_KERNELS] = {moe_scan_load,     moe_gather_load,   moe_combine_load,
+                                                    moe_down_load,     moe_up_act0_load,  moe_up_act1_load,
+                                                    moe_up_act2_load};
+static const char *const shared_names[S_KERNELS] = {"moe_scan",    "moe_gather",  "moe_combine", "moe_gemm_ws",
+                                                    "moe_gemm_ws", "moe_gemm_ws", "moe_gemm_ws"};
 
 struct tile_moe {
   tile_module *wmod[MOE_WIDTHS][W_KERNELS], *smod[S_KERNELS];
   tile_kernel *wk[MOE_WIDTHS][W_KERNELS], *sk[S_KERNELS];
-  /* the kernels' BLOCK_T (route), BLOCK (count and scatter, every width),
-   * BLOCK_E (scan), BLOCK_T and BLOCK_N (combine) */
-  int route_block, pair_block, scan_block, combine_rows, combine_cols;
+  /* the kernels' BLOCK_T (route), BLOCK_E (scan), BLOCK_R and BLOCK_K
+   * (gather), BLOCK_T and BLOCK_N (combine) */
+  int route_block, scan_block, gather_rows, gather_cols, combine_rows, combine_cols;
   uint32_t sms;
 };
 
@@ -92,16 +91,19 @@ tile_status tile_moe_create(tile_runtime *rt, tile_moe **out) {
     st = layer_load(rt, shared_loads[i], shared_names[i], &m->smod[i], &m->sk[i]);
   if (st == TILE_OK) {
     m->route_block = tilert_kernel_const_int(m->wk[0][W_ROUTE], "BLOCK_T");
-    m->pair_block = tilert_kernel_const_int(m->wk[0][W_COUNT], "BLOCK");
     m->scan_block = tilert_kernel_const_int(m->sk[S_SCAN], "BLOCK_E");
+    m->gather_rows = tilert_kernel_const_int(m->sk[S_GATHER], "BLOCK_R");
+    m->gather_cols = tilert_kernel_const_int(m->sk[S_GATHER], "BLOCK_K");
     m->combine_rows = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_T");
     m->combine_cols = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_N");
     bool agree = true;
     for (int w = 0; w < MOE_WIDTHS; w++)
-      agree &= tilert_kernel_const_int(m->wk[w][W_COUNT], "BLOCK") == m->pair_block &&
-               tilert_kernel_const_int(m->wk[w][W_SCATTER], "BLOCK") == m->pair_block;
-    if (m->route_block <= 0 || m->pair_block != MOE_PAIR_BLOCK || m->scan_block <= 0 || !agree || m->combine_rows <= 0 ||
-        m->combine_cols <= 0)
+      agree &= tilert_kernel_const_int(m->wk[w][W_COUNT], "BLOCK") == MOE_PAIR_BLOCK &&
+               tilert_kernel_const_int(m->wk[w][W_SCATTER], "BLOCK") == MOE_PAIR_BLOCK &&
+               tilert_kernel_const_int(m->wk[w][W_SCATTER], "ALIGN") == MOE_ALIGN;
+    for (int i = S_DOWN; i < S_KERNELS; i++) agree &= tilert_kernel_const_int(m->sk[i], "BLOCK_M") == MOE_ALIGN;
+    if (m->route_block <= 0 || m->scan_block <= 0 || m->gather_rows <= 0 || m->gather_cols <= 0 || !agree ||
+        m->combine_rows <= 0 || m->combine_cols <= 0)
       st = tilert_fail(TILE_ERROR_BAD_METADATA, "the MoE kernels' block consts are missing or disagree");
   }
   if (st != TILE_OK) {
@@ -140,20 +142,38 @@ static tile_status check_problem(const char *fn, const tile_moe_problem *p) {
   return TILE_OK;
 }
 
-/* The workspace's sections, in order. */
-enum { WS_IDS, WS_WEIGHTS, WS_COUNTS, WS_OFFSETS, WS_BLOCKS, WS_ROW_OF, WS_TOKEN_OF, WS_HIDDEN, WS_OUT, WS_COUNT };
+/* The workspace's sections, in order: the routing (ids, weights), the
+ * counts, offsets, the blocks' counts, the maps (row_of per pair,
+ * token_of and tile_expert over the padded rows), x in the permuted order,
+ * the hidden rows, the experts' outputs. */
+enum {
+  WS_IDS, WS_WEIGHTS, WS_COUNTS, WS_OFFSETS, WS_BLOCKS, WS_ROW_OF, WS_TOKEN_OF, WS_TILE_EXPERT, WS_XP, WS_HIDDEN,
+  WS_OUT, WS_COUNT
+};
 
 static size_t round_up(size_t v) { return (v + MOE_SECTION_ALIGN - 1) / MOE_SECTION_ALIGN * MOE_SECTION_ALIGN; }
 
+/* Rows of the permuted order at most: every expert's last tile padded. */
+static size_t padded_rows(const tile_moe_problem *p) {
+  return (size_t)p->tokens * (size_t)p->top_k + (size_t)p->experts * (MOE_ALIGN - 1);
+}
+
 /* Section offsets (at[WS_COUNT] is the total) of a checked problem. */
 static void sections(const tile_moe_problem *p, size_t at[WS_COUNT + 1]) {
-  size_t pairs = (size_t)p->tokens * (size_t)p->top_k, e = (size_t)p->experts;
+  size_t pairs = (size_t)p->tokens * (size_t)p->top_k, e = (size_t)p->experts, rows = padded_rows(p);
   size_t blocks = (pairs + MOE_PAIR_BLOCK - 1) / MOE_PAIR_BLOCK;
-  /* offsets: each expert's start, the rows kept, the pairs dropped */
-  const size_t bytes[WS_COUNT] = {pairs * MOE_I32_BYTES, pairs * sizeof(float), e * MOE_I32_BYTES,
-                                  (e + 2) * MOE_I32_BYTES, blocks * e * MOE_I32_BYTES, pairs * MOE_I32_BYTES,
-                                  pairs * MOE_I32_BYTES, pairs * (size_t)p->d_ff * LAYER_ELEM_BYTES,
-                                  pairs * (size_t)p->d_model * LAYER_ELEM_BYTES};
+  /* offsets: each expert's start, the rows in all, the pairs dropped */
+  const size_t bytes[WS_COUNT] = {pairs * MOE_I32_BYTES,
+                                  pairs * sizeof(float),
+                                  e * MOE_I32_BYTES,
+                                  (e + 2) * MOE_I32_BYTES,
+                                  blocks * e * MOE_I32_BYTES,
+                                  pairs * MOE_I32_BYTES,
+                                  rows * MOE_I32_BYTES,
+                                  (rows / MOE_ALIGN + 1) * MOE_I32_BYTES,
+                                  rows * (size_t)p->d_model * LAYER_ELEM_BYTES,
+                                  rows * (size_t)p->d_ff * LAYER_ELEM_BYTES,
+                                  rows * (size_t)p->d_model * LAYER_ELEM_BYTES};
   at[0] = 0;
   for (int i = 0; i < WS_COUNT; i++) at[i + 1] = at[i] + round_up(bytes[i]);
 }
@@ -198,12 +218,19 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
   uint64_t s[WS_COUNT];
   for (int i = 0; i < WS_COUNT; i++) s[i] = workspace + at[i];
   int64_t tokens = p->tokens, e = p->experts, k = p->top_k, pairs = tokens * k, dm = p->d_model, dff = p->d_ff;
-  uint32_t pair_grid = cdiv(pairs, m->pair_block), gemm_grid = m->sms;
+  uint32_t pair_grid = cdiv(pairs, MOE_PAIR_BLOCK), gemm_grid = m->sms;
   int64_t capacity = p->capacity > 0 ? p->capacity : pairs; /* pairs: more than any expert gets */
+  int64_t rows = (int64_t)padded_rows(p);
+  /* the grouped GEMMs' operands: x in the permuted order, the hidden rows,
+   * the outputs, and each weight tensor as [experts * rows, columns] */
+  tile_tensor t_xp = {s[WS_XP], 2, {rows, dm}, {dm, 1}}, t_hid = {s[WS_HIDDEN], 2, {rows, dff}, {dff, 1}};
+  tile_tensor t_out = {s[WS_OUT], 2, {rows, dm}, {dm, 1}};
+  tile_tensor t_gate = {w_gate, 2, {e * dm, dff}, {dff, 1}}, t_up = {w_up, 2, {e * dm, dff}, {dff, 1}};
+  tile_tensor t_down = {w_down, 2, {e * dff, dm}, {dm, 1}};
   struct {
     const tile_kernel *k;
     uint32_t grid[3];
-    tile_arg a[10];
+    tile_arg a[11];
     int n;
   } steps[] = {
       {m->wk[w][W_ROUTE],
@@ -224,22 +251,27 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
        4},
       {m->wk[w][W_SCATTER],
        {pair_grid, 1, 1},
-       {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_BLOCKS]),
-        tile_arg_ptr(s[WS_COUNTS]), tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e),
-        tile_arg_i64(capacity)},
-       10},
-      /* hidden = act(x[token] w_gate[e]) * (x[token] w_up[e]), rows gathered */
-      {m->wk[w][W_UP + p->act],
+       {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]),
+        tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]),
+        tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e), tile_arg_i64(capacity)},
+       11},
+      {m->sk[S_GATHER],
+       {cdiv(rows, m->gather_rows), cdiv(dm, m->gather_cols), 1},
+       {tile_arg_ptr(s[WS_XP]), tile_arg_ptr(x), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]),
+        tile_arg_i64(e), tile_arg_i64(dm)},
+       6},
+      /* hidden = act(xp w_gate[e]) * (xp w_up[e]) */
+      {m->sk[S_UP + p->act],
        {gemm_grid, 1, 1},
-       {tile_arg_ptr(s[WS_HIDDEN]), tile_arg_ptr(x), tile_arg_ptr(w_gate), tile_arg_ptr(w_up),
-        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_i64(e), tile_arg_i64(dff),
+       {tile_arg_tensor(&t_hid), tile_arg_tensor(&t_xp), tile_arg_tensor(&t_gate), tile_arg_tensor(&t_up),
+        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_i64(e), tile_arg_i64(dff),
         tile_arg_i64(dm)},
        9},
-      /* out = hidden w_down[e], rows already in the permuted order */
-      {m->wk[w][W_DOWN],
+      /* out = hidden w_down[e] */
+      {m->sk[S_DOWN],
        {gemm_grid, 1, 1},
-       {tile_arg_ptr(s[WS_OUT]), tile_arg_ptr(s[WS_HIDDEN]), tile_arg_ptr(w_down), tile_arg_ptr(w_down),
-        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_i64(e), tile_arg_i64(dm),
+       {tile_arg_tensor(&t_out), tile_arg_tensor(&t_hid), tile_arg_tensor(&t_down), tile_arg_tensor(&t_down),
+        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_i64(e), tile_arg_i64(dm),
         tile_arg_i64(dff)},
        9},
       {m->sk[S_COMBINE],

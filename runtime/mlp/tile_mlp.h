@@ -74,13 +74,14 @@ tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y,
  *
  * routes each token to its top_k experts (softmax or sigmoid scores of the
  * router logits, ties to the lower expert), groups the (token, expert)
- * pairs by expert, runs every expert's gated MLP on its rows (two grouped
- * GEMMs, the activation product fused into the first, rows gathered while
- * loading) and sums each token's experts weighted by their scores:
+ * pairs by expert, runs every expert's gated MLP on its rows (x copied
+ * into the experts' order, each expert's rows padded to 128, then two
+ * warp-specialized grouped GEMMs on TMA, the activation product fused into
+ * the first) and sums each token's experts weighted by their scores:
  *
  *   y[t] = sum over t's experts e of weight[t, e] * (act(x[t] w_gate[e]) * (x[t] w_up[e])) w_down[e]
  *
- * in seven kernels on the stream, with no host synchronization (a CUDA
+ * in eight kernels on the stream, with no host synchronization (a CUDA
  * graph can capture the call). x and y are bf16 [tokens, d_model];
  * router_logits f32 [tokens, experts]; w_gate and w_up bf16 [experts,
  * d_model, d_ff]; w_down bf16 [experts, d_ff, d_model]; all contiguous.

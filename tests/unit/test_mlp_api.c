@@ -132,13 +132,15 @@ Test(mlp_api, moe_pointers_are_checked) {
 }
 
 /* ids, weights, counts, offsets, the blocks' counts (one row of 8 per 64
- * pairs), row_of, token_of (each rounded to 256 bytes), the hidden rows
- * and the experts' outputs */
+ * pairs), row_of, token_of and tile_expert over the padded rows (each
+ * rounded to 256 bytes), then x permuted, the hidden rows and the
+ * experts' outputs over the padded rows (pairs + 8 experts * 127) */
+#define UP256(v) (((size_t)(v) + 255) / 256 * 256)
 Test(mlp_api, moe_workspace_holds_the_routing_and_the_rows) {
-  size_t pairs = 1001 * 2, r = 256, blocks = (pairs + 63) / 64;
-  size_t want = 2 * ((pairs * 4 + r - 1) / r * r) + r /* counts */ + r /* offsets */ +
-                (blocks * 8 * 4 + r - 1) / r * r +
-                2 * ((pairs * 4 + r - 1) / r * r) + (pairs * 264 * 2 + r - 1) / r * r + (pairs * 136 * 2 + r - 1) / r * r;
+  size_t pairs = 1001 * 2, blocks = (pairs + 63) / 64, rows = pairs + 8 * 127;
+  size_t want = 2 * UP256(pairs * 4) + UP256(8 * 4) + UP256(10 * 4) + UP256(blocks * 8 * 4) + UP256(pairs * 4) +
+                UP256(rows * 4) + UP256((rows / 128 + 1) * 4) + UP256(rows * 136 * 2) + UP256(rows * 264 * 2) +
+                UP256(rows * 136 * 2);
   cr_expect_eq(tile_moe_workspace_bytes(&moe_good), want);
   tile_moe_problem p = moe_good;
   p.top_k = 0;
