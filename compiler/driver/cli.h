@@ -16,6 +16,19 @@ enum { EXIT_OK = 0, EXIT_SOURCE_ERROR = 1, EXIT_USAGE = 2 };
 /* Most -D and --arg options on one command line. */
 #define CLI_MAX_DEFINES 256
 
+/* Most -I options on one command line. */
+#define CLI_MAX_INCLUDE_DIRS 64
+
+/* Where imports are looked for after -I: the standard library's parent
+ * directories (import "std/softmax.tile"), the installed one and the one
+ * in the source tree tilec was built from (meson defines both). */
+#define CLI_DEFAULT_INCLUDE_DIRS 2
+
+/* The include directories of a compilation: the user's (-I, in order),
+ * then the defaults. dirs has room for CLI_MAX_INCLUDE_DIRS +
+ * CLI_DEFAULT_INCLUDE_DIRS; returns the count. */
+int cli_include_dirs(const char *const *user, int nuser, const char **dirs);
+
 /* Largest file `tilec run` reads as a file: buffer: 1 GiB, a quarter of a
  * billion f32 elements, more than a run within the interpreter's default
  * step limit (10^9 element operations) gets through; reading stops there

@@ -118,7 +118,7 @@ static bool add_cluster_directives(tc_compilation *c) {
 /* ---- the pipeline ---- */
 
 static void report(tc_compilation *c, const char *what, char *msg) {
-  diag_error(&c->diags, (SrcLoc){0, 0}, "%s: %s", what, msg ? msg : "failed");
+  diag_error(&c->diags, (SrcLoc){0, 0, 0}, "%s: %s", what, msg ? msg : "failed");
   free(msg);
 }
 
@@ -222,7 +222,7 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   const tc_codegen_options *o = options ? options : &defaults;
   if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
   if (o->arch && strcmp(o->arch, "sm_90a") != 0) {
-    diag_error(&c->diags, (SrcLoc){0, 0}, "GPU back end: target '%s' is not supported (only sm_90a)", o->arch);
+    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "GPU back end: target '%s' is not supported (only sm_90a)", o->arch);
     return false;
   }
   codegen_free(c);

@@ -7,7 +7,7 @@
 
 bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   (void)options;
-  diag_error(&c->diags, (SrcLoc){0, 0}, "this build of the compiler has no GPU back end (built without LLVM)");
+  diag_error(&c->diags, (SrcLoc){0, 0, 0}, "this build of the compiler has no GPU back end (built without LLVM)");
   return false;
 }
 

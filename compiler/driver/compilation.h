@@ -33,7 +33,13 @@ struct tc_compilation {
   unsigned char *cubin;
   size_t cubin_size;
   KernelCode *code; /* one per module function */
+  const char **imports; /* the imported files' paths (imports.c) */
+  int nimports;
 };
+
+/* Reads the compiled program's imports and joins their items to it
+ * (imports.c). */
+void compile_imports(tc_compilation *c, const tc_options *o);
 
 /* Renders the kernel's metadata text; descs (one per parameter, may be
  * NULL) gives each tensor descriptor's box and swizzle. */

@@ -41,7 +41,7 @@ static void check_defines(tc_compilation *c, const tc_options *o) {
     }
     char q[DIAG_QUOTE_BUF];
     if (!found)
-      diag_error(&c->diags, (SrcLoc){0, 0}, "-D %s: no %s has a const parameter named '%s'",
+      diag_error(&c->diags, (SrcLoc){0, 0, 0}, "-D %s: no %s has a const parameter named '%s'",
                  diag_quote(q, o->defines[d].name), o->kernel ? "selected kernel" : "kernel in this file", q);
   }
 }
@@ -58,13 +58,13 @@ static void specialize_all(tc_compilation *c, const tc_options *o) {
   }
   char q[DIAG_QUOTE_BUF];
   if (o->kernel && !found)
-    diag_error(&c->diags, (SrcLoc){0, 0}, "no kernel named '%s' in this file", diag_quote(q, o->kernel));
+    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "no kernel named '%s' in this file", diag_quote(q, o->kernel));
 }
 
 static void optimize(tc_compilation *c, const tc_options *o) {
   for (int i = 0; i < c->module->nfuncs; i++)
     if (!ir_verify_func(c->module->funcs[i], &c->diags))
-      diag_note(&c->diags, (SrcLoc){0, 0}, "internal compiler error: invalid IR from kernel '%s'",
+      diag_note(&c->diags, (SrcLoc){0, 0, 0}, "internal compiler error: invalid IR from kernel '%s'",
                 c->module->funcs[i]->name);
   if (!stage_ok(c) || o->no_opt) return;
   PassOptions po = {0};
@@ -73,7 +73,7 @@ static void optimize(tc_compilation *c, const tc_options *o) {
   passes_run(c->module, &po);
   for (int i = 0; i < c->module->nfuncs && stage_ok(c); i++)
     if (!ir_verify_func(c->module->funcs[i], &c->diags))
-      diag_note(&c->diags, (SrcLoc){0, 0}, "internal compiler error: optimization produced invalid IR in kernel '%s'",
+      diag_note(&c->diags, (SrcLoc){0, 0, 0}, "internal compiler error: optimization produced invalid IR in kernel '%s'",
                 c->module->funcs[i]->name);
 }
 
@@ -87,7 +87,7 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
   if (len > SOURCE_MAX_BYTES) {
     c->src.text = "";
     diags_init(&c->diags, &c->arena, &c->src);
-    diag_error(&c->diags, (SrcLoc){0, 0}, "the source is %zu bytes, more than the limit of %zu (%zu MiB)", len,
+    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "the source is %zu bytes, more than the limit of %zu (%zu MiB)", len,
                SOURCE_MAX_BYTES, SOURCE_MAX_BYTES >> 20);
     return c;
   }
@@ -101,6 +101,8 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
 
   c->tokens = lex_terminated(&c->src, &c->arena, &c->diags);
   c->prog = parse(&c->tokens, &c->arena, &c->diags);
+  if (!stage_ok(c)) return c;
+  compile_imports(c, o);
   if (!stage_ok(c)) return c;
   resolve_program(c->prog, &c->arena, &c->diags);
   if (!stage_ok(c)) return c;
@@ -141,6 +143,12 @@ void tc_free(tc_compilation *c) {
 }
 
 int tc_error_count(const tc_compilation *c) { return c->diags.errors; }
+
+int tc_import_count(const tc_compilation *c) { return c->nimports; }
+
+const char *tc_import_path(const tc_compilation *c, int i) {
+  return i >= 0 && i < c->nimports ? c->imports[i] : NULL;
+}
 
 const char *tc_diagnostics(const tc_compilation *c) {
   tc_compilation *mc = (tc_compilation *)c; /* the rendering is cached */

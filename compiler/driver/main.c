@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                         - is stdout); without --emit the stage comes from the name:\n"
     "                         .cubin, .ptx, .ll (llvm), .h (header), .tir (ir)\n"
     "  --embed                with --emit=header: embed the cubin in the header\n"
+    "  -I DIR                 look for imported files in DIR too (after the importing file's\n"
+    "                         directory; repeatable; then the standard library's directory)\n"
     "  -MD                    also write a dependency file for make and ninja: OUT.d\n"
     "  -MF FILE               the dependency file's name (implies -MD)\n"
     "  --color=WHEN           colours in diagnostics: auto (default: on a terminal, unless\n"
@@ -115,6 +117,14 @@ char *cli_read_file(const char *path, size_t *len) {
   return cli_read_file_max(path, CLI_MAX_DATA_FILE_BYTES, "a file: buffer", len);
 }
 
+int cli_include_dirs(const char *const *user, int nuser, const char **dirs) {
+  int n = 0;
+  for (int i = 0; i < nuser && i < CLI_MAX_INCLUDE_DIRS; i++) dirs[n++] = user[i];
+  static const char *const defaults[CLI_DEFAULT_INCLUDE_DIRS] = {TILEC_IMPORT_DIR_INSTALLED, TILEC_IMPORT_DIR_SOURCE};
+  for (int i = 0; i < CLI_DEFAULT_INCLUDE_DIRS; i++) dirs[n++] = defaults[i];
+  return n;
+}
+
 bool cli_parse_define(const char *text, tc_define *d) {
   const char *eq = strchr(text, '=');
   bool bare = !eq; /* -DNAME: NAME=true, as a C compiler's -DNAME is 1 */
@@ -148,6 +158,8 @@ typedef struct Options {
   bool no_opt, verify_each;
   bool werror, no_warnings;
   bool stdout_dash; /* -o -: stdout */
+  const char *include_dirs[CLI_MAX_INCLUDE_DIRS]; /* -I */
+  int ninclude_dirs;
 } Options;
 
 /* Prints "tilec: " and fmt with the argument (quoted: cut when long). */
@@ -223,6 +235,10 @@ static int parse_options(int argc, char **argv, Options *o) {
       if (o->emit == -2)
         return usage_error("unknown --emit stage '%s' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)",
                            a + 7);
+    } else if (!strcmp(a, "-I") || (!strncmp(a, "-I", 2) && a[2])) {
+      if (!a[2] && i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
+      if (o->ninclude_dirs == CLI_MAX_INCLUDE_DIRS) return usage_error("more than 64 -I options%s", "");
+      o->include_dirs[o->ninclude_dirs++] = a[2] ? a + 2 : argv[++i];
     } else if (!strcmp(a, "-MD")) {
       o->depfile = true;
     } else if (!strcmp(a, "-MF")) {
@@ -289,9 +305,9 @@ static void put_make_path(FILE *f, const char *p) {
   }
 }
 
-/* -MD / -MF: "OUT: INPUT" (the files the output was made from: the source
- * file, which imports none today). */
-static int write_depfile(const Options *o) {
+/* -MD / -MF: "OUT: INPUT IMPORTED..." (the files the output was made
+ * from: the source file and every file it imports). */
+static int write_depfile(const Options *o, const tc_compilation *c) {
   char q[DIAG_QUOTE_BUF];
   size_t n = strlen(o->out);
   char *path = o->dep_out ? NULL : malloc(n + 3);
@@ -310,6 +326,13 @@ static int write_depfile(const Options *o) {
     put_make_path(f, o->out);
     fputs(": ", f);
     put_make_path(f, o->file);
+    for (int i = 0; i < tc_import_count(c); i++) {
+      bool seen = false; /* a file imported twice is named once */
+      for (int j = 0; j < i && !seen; j++) seen = !strcmp(tc_import_path(c, j), tc_import_path(c, i));
+      if (seen) continue;
+      fputc(' ', f);
+      put_make_path(f, tc_import_path(c, i));
+    }
     fputc('\n', f);
     if (fclose(f) != 0) {
       fprintf(stderr, "tilec: cannot write '%s'\n", diag_quote(q, dp));
@@ -402,9 +425,11 @@ static int compile_file(const Options *o) {
   size_t len;
   char *src = cli_read_source(o->file, &len);
   if (!src) return EXIT_USAGE;
+  const char *dirs[CLI_MAX_INCLUDE_DIRS + CLI_DEFAULT_INCLUDE_DIRS];
   tc_options opt = {.kernel = o->kernel, .defines = o->defines, .ndefines = o->ndefines, .no_opt = o->no_opt,
                     .verify_each_pass = o->verify_each, .warnings_are_errors = o->werror,
-                    .no_warnings = o->no_warnings};
+                    .no_warnings = o->no_warnings, .include_dirs = dirs,
+                    .ninclude_dirs = cli_include_dirs(o->include_dirs, o->ninclude_dirs, dirs)};
   tc_compilation *c = tc_compile(strcmp(o->file, "-") ? o->file : STDIN_NAME, src, len, &opt);
   free(src);
   if (!c) {
@@ -426,9 +451,15 @@ static int compile_file(const Options *o) {
     char *text = tc_emit(c, TC_EMIT_IR);
     rc = write_output(o->out, text ? text : "");
     free(text);
+  } else if ((o->emit > TC_EMIT_IR || o->verbose || o->werror_spills) && tc_kernel_count(c) == 0) {
+    char q[DIAG_QUOTE_BUF];
+    fprintf(stderr, "tilec: '%s' has no kernel to compile (a file of functions and constants is for importing)\n",
+            diag_quote(q, o->file));
+    rc = EXIT_SOURCE_ERROR;
   } else if (o->emit > TC_EMIT_IR || o->verbose || o->werror_spills) {
     rc = emit_gpu(o, c, &printed);
   }
+  if (rc == EXIT_OK && o->depfile && o->out) rc = write_depfile(o, c);
   tc_free(c);
   return rc;
 }
@@ -438,7 +469,6 @@ int main(int argc, char **argv) {
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc < 0) rc = compile_file(&o);
-  if (rc == EXIT_OK && o.depfile && o.out) rc = write_depfile(&o);
   for (int i = 0; i < o.ndefines; i++) free((char *)o.defines[i].name);
   return rc;
 }

@@ -28,6 +28,7 @@ static const char run_usage[] =
     "  descriptors:  the same with a shape, e.g. rand:128x64 (row-major)\n"
     "options:\n"
     "  -D NAME=VALUE      const parameter value (repeatable)\n"
+    "  -I DIR             look for imported files in DIR too (repeatable)\n"
     "  --seed N           seed for rand: buffers (default 1)\n"
     "  --dump DIR         write every buffer to DIR/NAME.bin after the run (also a failed one)\n"
     "  --max-steps N      stop after N element operations (default 1e9: seconds to a minute)\n"
@@ -108,7 +109,7 @@ static bool parse_grid(const char *s, int64_t grid[3]) {
 
 static bool option_takes_value(const char *a) {
   static const char *const with_value[] = {"-k",     "--kernel", "--grid", "--arg",       "--seed",
-                                           "--dump", "-D",       "--max-steps", "--timeout"};
+                                           "--dump", "-D",       "--max-steps", "--timeout", "-I"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (!strcmp(a, with_value[i])) return true;
   return false;
@@ -140,6 +141,11 @@ static RunParse parse_option(const char *a, const char *v, RunOptions *o, char *
       return parse_error(msg, size, "--timeout needs a number of seconds (0: no limit), got '%s'", diag_quote(q, v));
   } else if (!strcmp(a, "--dump")) o->dump = v;
   else if (!strcmp(a, "-O0")) o->no_opt = true;
+  else if (!strcmp(a, "-I") || (!strncmp(a, "-I", 2) && a[2])) {
+    if (o->ninclude_dirs == CLI_MAX_INCLUDE_DIRS)
+      return parse_error(msg, size, "more than %d -I options", CLI_MAX_INCLUDE_DIRS);
+    o->include_dirs[o->ninclude_dirs++] = a[2] ? a + 2 : v;
+  }
   else if (!strcmp(a, "-D") || (!strncmp(a, "-D", 2) && a[2])) {
     const char *d = a[2] ? a + 2 : v;
     if (o->ndefines == CLI_MAX_DEFINES) return parse_error(msg, size, "more than %d -D options", CLI_MAX_DEFINES);
@@ -476,7 +482,9 @@ int cli_run(int argc, char **argv) {
     size_t len;
     char *src = cli_read_source(o.file, &len);
     if (src) {
-      tc_options opt = {.kernel = o.kernel, .defines = o.defines, .ndefines = o.ndefines, .no_opt = o.no_opt};
+      const char *dirs[CLI_MAX_INCLUDE_DIRS + CLI_DEFAULT_INCLUDE_DIRS];
+      tc_options opt = {.kernel = o.kernel, .defines = o.defines, .ndefines = o.ndefines, .no_opt = o.no_opt,
+                        .include_dirs = dirs, .ninclude_dirs = cli_include_dirs(o.include_dirs, o.ninclude_dirs, dirs)};
       tc_compilation *c = tc_compile(o.file, src, len, &opt);
       free(src);
       if (!c) {
@@ -484,6 +492,8 @@ int cli_run(int argc, char **argv) {
       } else if (tc_error_count(c)) {
         cli_print_diagnostics(stderr, tc_diagnostics(c), cli_color_wanted(CLI_COLOR_AUTO, stderr));
         rc = EXIT_SOURCE_ERROR;
+      } else if (tc_kernel_count(c) == 0) {
+        rc = run_usage_error("the file has no kernel to run%s", "");
       } else if (tc_kernel_count(c) != 1) {
         rc = run_usage_error("the file has several kernels; choose one with -k%s", "");
       } else {

@@ -45,6 +45,8 @@ typedef struct RunOptions {
   int ndefines;
   RunArg args[RUN_MAX_PARAMS];
   int nargs;
+  const char *include_dirs[CLI_MAX_INCLUDE_DIRS]; /* -I */
+  int ninclude_dirs;
 } RunOptions;
 
 /* What run_parse_options found. */

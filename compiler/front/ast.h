@@ -187,7 +187,7 @@ typedef struct Param {
   Symbol *sym;
 } Param;
 
-typedef enum ItemKind { ITEM_KERNEL, ITEM_FN, ITEM_CONST } ItemKind;
+typedef enum ItemKind { ITEM_KERNEL, ITEM_FN, ITEM_CONST, ITEM_IMPORT } ItemKind;
 
 struct Item {
   ItemKind kind;
@@ -204,6 +204,13 @@ struct Item {
   Expr *const_value;    /* ITEM_CONST */
   int nlocals;          /* number of local slots, set by the resolver */
   Symbol *sym;
+  const char *import_path; /* ITEM_IMPORT: the file named; `name` is its namespace */
+  /* Where an imported item's names live: "" for the compiled file's own
+   * items, else the namespace prefix ("sm." for `import "x.tile" as sm`,
+   * "sm.inner." for what that file imports as inner); `name` includes it.
+   * An item's unqualified names look in its own namespace first, then at
+   * the builtins, never at another file's items. */
+  const char *ns;
 };
 
 typedef struct Program {

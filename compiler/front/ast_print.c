@@ -214,9 +214,13 @@ static void print_param(const Param *p, StrBuf *out) {
 }
 
 void ast_print(const Program *p, StrBuf *out) {
-  static const char *const kinds[] = {"kernel", "fn", "const"};
+  static const char *const kinds[] = {"kernel", "fn", "const", "import"};
   for (int i = 0; i < p->nitems; i++) {
     const Item *it = p->items[i];
+    if (it->kind == ITEM_IMPORT) {
+      sb_printf(out, "(import \"%s\" as %s)\n", it->import_path ? it->import_path : "", it->name ? it->name : "");
+      continue;
+    }
     print_annots(it->annots, it->nannots, out, 0);
     sb_printf(out, "(%s %s", kinds[it->kind], it->name);
     if (it->kind == ITEM_CONST) {

@@ -28,7 +28,7 @@ typedef struct Lexer {
 } Lexer;
 
 static SrcLoc loc_at(const Lexer *lx, const unsigned char *p) {
-  return (SrcLoc){lx->line, (uint32_t)(p - lx->line_start) + 1};
+  return (SrcLoc){lx->line, (uint32_t)(p - lx->line_start) + 1, lx->src->file};
 }
 
 static Token *push(Lexer *lx, TokKind kind, const unsigned char *start, const unsigned char *end) {
@@ -304,6 +304,7 @@ static TokenList lex_buffer(const Source *src, const unsigned char *buf, Arena *
       "false"  { k = TOK_KW_FALSE; goto simple; }
       "as"     { k = TOK_KW_AS; goto simple; }
       "None"   { k = TOK_KW_NONE; goto simple; }
+      "import" { k = TOK_KW_IMPORT; goto simple; }
       id {
         Token *t = push(&lx, TOK_IDENT, tok, cur);
         if (cur - tok > LEX_MAX_IDENT) {
@@ -325,6 +326,7 @@ static TokenList lex_buffer(const Source *src, const unsigned char *buf, Arena *
       ":"   { k = TOK_COLON; goto simple; }
       "->"  { k = TOK_ARROW; goto simple; }
       "@"   { k = TOK_AT; goto simple; }
+      "."   { k = TOK_DOT; goto simple; }
       "="   { k = TOK_ASSIGN; goto simple; }
       "+="  { k = TOK_PLUS_ASSIGN; goto simple; }
       "-="  { k = TOK_MINUS_ASSIGN; goto simple; }

@@ -9,6 +9,7 @@
  */
 #include "parser.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* Deepest nesting of blocks and expressions. Real kernels nest a handful of
@@ -256,11 +257,20 @@ static Expr *parse_primary(Parser *p) {
     e = new_expr(p, EX_STRING, t->loc);
     e->sval = t->sval;
     return e;
-  case TOK_IDENT:
+  case TOK_IDENT: {
     advance(p);
     e = new_expr(p, EX_NAME, t->loc);
     e->name.name = t->sval;
+    /* a name from an imported file: namespace.name (namespaces nest) */
+    while (at(p, TOK_DOT)) {
+      advance(p);
+      SrcLoc part_loc;
+      const char *part = expect_ident(p, "a name after '.'", &part_loc);
+      if (!part) break;
+      e->name.name = arena_printf(p->arena, "%s.%s", e->name.name, part);
+    }
     return e;
+  }
   case TOK_LPAREN: {
     advance(p);
     e = parse_expr(p);
@@ -771,7 +781,8 @@ static void sync_item(Parser *p) {
   int braces = 0;
   while (!at(p, TOK_EOF)) {
     TokKind k = peek(p)->kind;
-    if (braces == 0 && (k == TOK_KW_KERNEL || k == TOK_KW_FN || k == TOK_KW_CONST || k == TOK_AT)) break;
+    if (braces == 0 && (k == TOK_KW_KERNEL || k == TOK_KW_FN || k == TOK_KW_CONST || k == TOK_KW_IMPORT || k == TOK_AT))
+      break;
     if (k == TOK_LBRACE) braces++;
     if (k == TOK_RBRACE && braces > 0) braces--;
     advance(p);
@@ -779,7 +790,39 @@ static void sync_item(Parser *p) {
   p->panic = false;
 }
 
-/* item = { annotation } ( kernel | function ) | const_decl */
+/* The namespace an import without `as` gets: the file name without its
+ * directories and its .tile ending, if that is an identifier; else NULL. */
+static const char *default_namespace(Parser *p, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t n = strlen(base);
+  if (n > 5 && strcmp(base + n - 5, ".tile") == 0) n -= 5;
+  if (n == 0 || !(isalpha((unsigned char)base[0]) || base[0] == '_')) return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (!(isalnum((unsigned char)base[i]) || base[i] == '_')) return NULL;
+  return arena_strndup(p->arena, base, n);
+}
+
+/* import = "import" STRING [ "as" IDENT ] ";" */
+static Item *parse_import(Parser *p) {
+  Item *it = ARENA_NEW(p->arena, Item);
+  it->kind = ITEM_IMPORT;
+  it->loc = advance(p)->loc;
+  const Token *path = peek(p);
+  if (!expect(p, TOK_STRING, "the file to import, as a string")) return it;
+  it->import_path = path->sval;
+  it->name_loc = path->loc;
+  if (accept(p, TOK_KW_AS)) {
+    it->name = expect_ident(p, "a namespace name after 'as'", &it->name_loc);
+  } else if (!(it->name = default_namespace(p, path->sval))) {
+    error_at(p, path->loc, "the file name is not an identifier: name its namespace with 'as', as in "
+                           "import \"x-y.tile\" as xy;");
+  }
+  expect(p, TOK_SEMI, "';'");
+  return it;
+}
+
+/* item = { annotation } ( kernel | function ) | const_decl | import */
 static Item *parse_item(Parser *p) {
   int nannots = 0;
   Annotation *annots = parse_annotations(p, &nannots);
@@ -787,7 +830,8 @@ static Item *parse_item(Parser *p) {
   const Token *t = peek(p);
   if (t->kind == TOK_KW_KERNEL || t->kind == TOK_KW_FN) return parse_callable(p, annots, nannots);
   if (t->kind == TOK_KW_CONST && nannots == 0) return parse_const_decl(p);
-  error_expected(p, nannots ? "'kernel' or 'fn' after an annotation" : "'kernel', 'fn' or 'const'");
+  if (t->kind == TOK_KW_IMPORT && nannots == 0) return parse_import(p);
+  error_expected(p, nannots ? "'kernel' or 'fn' after an annotation" : "'kernel', 'fn', 'const' or 'import'");
   return NULL;
 }
 

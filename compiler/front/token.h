@@ -43,6 +43,7 @@
   X(KW_FALSE, "false")                                    \
   X(KW_AS, "as")                                          \
   X(KW_NONE, "None")                                      \
+  X(KW_IMPORT, "import")                                      \
   /* punctuation */                                       \
   X(LPAREN, "(")                                          \
   X(RPAREN, ")")                                          \
@@ -55,6 +56,7 @@
   X(COLON, ":")                                           \
   X(ARROW, "->")                                          \
   X(AT, "@")                                              \
+  X(DOT, ".")                                              \
   X(ASSIGN, "=")                                          \
   X(PLUS_ASSIGN, "+=")                                    \
   X(MINUS_ASSIGN, "-=")                                   \

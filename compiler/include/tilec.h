@@ -41,6 +41,10 @@ typedef struct tc_options {
   bool verify_each_pass;       /* run the IR verifier after every pass */
   bool warnings_are_errors;    /* tilec -Werror: every warning is an error */
   bool no_warnings;            /* tilec -w: no warnings */
+  /* Where `import "x.tile"` looks after the importing file's directory,
+   * in order (tilec -I). */
+  const char *const *include_dirs;
+  int ninclude_dirs;
 } tc_options;
 
 /* Largest source text tc_compile accepts (64 MiB); a longer one gives one
@@ -53,6 +57,11 @@ tc_compilation *tc_compile(const char *filename, const char *source, size_t len,
 void tc_free(tc_compilation *c);
 
 int tc_error_count(const tc_compilation *c);
+/* The files the compilation imported (import "x.tile"), as found (a path
+ * relative to the current directory or absolute), in the order they were
+ * read; a file imported twice is listed twice. For dependency files. */
+int tc_import_count(const tc_compilation *c);
+const char *tc_import_path(const tc_compilation *c, int i);
 /* All diagnostics so far rendered as "file:line:col: error: ..." with the
  * source line and a caret; "" when there are none. Owned by the
  * compilation, valid until tc_free or until a later stage (tc_generate)

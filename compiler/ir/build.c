@@ -5,7 +5,7 @@ IrBuilder irb_before(Arena *a, Op *op) { return (IrBuilder){a, op->parent, op, o
 
 IrBuilder irb_at_end(Arena *a, Block *b) {
   Op *term = b->last && (op_info[b->last->kind].flags & OPF_TERM) ? b->last : NULL;
-  SrcLoc loc = term ? term->loc : (b->parent ? b->parent->loc : (SrcLoc){0, 0});
+  SrcLoc loc = term ? term->loc : (b->parent ? b->parent->loc : (SrcLoc){0, 0, 0});
   return (IrBuilder){a, b, term, loc};
 }
 

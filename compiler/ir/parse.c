@@ -303,7 +303,7 @@ static void lex_string(Parser *p, Tok *t) {
           c = hex_byte(p, n + 2);
           n += 4;
         } else {
-          fail(p, (SrcLoc){t->loc.line, t->loc.col + (uint32_t)n}, "invalid escape in string");
+          fail(p, (SrcLoc){t->loc.line, t->loc.col + (uint32_t)n, 0}, "invalid escape in string");
           return;
         }
       } else {
@@ -351,7 +351,7 @@ static void lex(Parser *p) {
     skip_bytes(p, 1);
   Tok t;
   memset(&t, 0, sizeof t);
-  t.loc = (SrcLoc){p->line, p->col};
+  t.loc = (SrcLoc){p->line, p->col, 0};
   t.text = p->src->text + p->pos;
   int c = peek_byte(p, 0);
   if (c < 0) {
@@ -638,12 +638,12 @@ static void parse_type_list(Parser *p, TypeList *types) {
 
 /* Optional ' @line:col'. */
 static SrcLoc parse_opt_loc(Parser *p) {
-  SrcLoc loc = {0, 0};
+  SrcLoc loc = {0, 0, 0};
   int64_t line, col;
   if (!accept_punct(p, '@')) return loc;
   if (parse_int_in(p, 0, UINT32_MAX, &line) && expect_punct(p, ':') &&
       parse_int_in(p, 0, UINT32_MAX, &col))
-    loc = (SrcLoc){(uint32_t)line, (uint32_t)col};
+    loc = (SrcLoc){(uint32_t)line, (uint32_t)col, 0};
   return loc;
 }
 
@@ -1304,7 +1304,7 @@ Module *ir_parse(Arena *arena, const Source *src, Diags *diags) {
   Module *m = NULL;
   reset_values(&p);
   if (text.len > SOURCE_MAX_BYTES) {
-    fail(&p, (SrcLoc){0, 0}, "input is larger than %zu MiB", SOURCE_MAX_BYTES >> 20);
+    fail(&p, (SrcLoc){0, 0, 0}, "input is larger than %zu MiB", SOURCE_MAX_BYTES >> 20);
     return NULL;
   }
   lex(&p);

@@ -108,7 +108,7 @@ static void emit_yield(Gen *g, const SymList *carried, SrcLoc loc) {
 }
 
 static void bind_carried(Gen *g, const SymList *carried, Value *vals) {
-  for (int i = 0; i < carried->n; i++) bind(g, carried->items[i], sv_value(&vals[i], vals[i].def ? vals[i].def->loc : (SrcLoc){0, 0}));
+  for (int i = 0; i < carried->n; i++) bind(g, carried->items[i], sv_value(&vals[i], vals[i].def ? vals[i].def->loc : (SrcLoc){0, 0, 0}));
 }
 
 /* ---- statements ---- */

@@ -118,9 +118,19 @@ static Symbol *declare_local(Resolver *r, const char *name, SrcLoc loc) {
   return s;
 }
 
+/* A name as seen from the current item: its locals, then its file's
+ * namespace (an imported file's items are declared with their namespace
+ * prefix), then the global names; an imported file does not see the
+ * items of other files, only the builtins. */
 static Symbol *lookup(Resolver *r, const char *name) {
   ScopeEntry *e = strmap_get(&r->locals, name);
-  return e ? e->sym : strmap_get(&r->globals, name);
+  if (e) return e->sym;
+  const char *ns = r->item && r->item->ns ? r->item->ns : "";
+  if (!*ns) return strmap_get(&r->globals, name);
+  Symbol *own = strmap_get(&r->globals, arena_printf(r->arena, "%s%s", ns, name));
+  if (own) return own;
+  Symbol *global = strmap_get(&r->globals, name);
+  return global && !global->item ? global : NULL;
 }
 
 /* ---- "did you mean" ---- */
@@ -618,22 +628,22 @@ static void check_recursion(Resolver *r, Program *prog) {
 
 static void declare_builtins(Resolver *r) {
   for (int i = 0; i < BI_COUNT; i++) {
-    Symbol *s = new_symbol(r, SYM_BUILTIN, builtin_info[i].name, (SrcLoc){0, 0});
+    Symbol *s = new_symbol(r, SYM_BUILTIN, builtin_info[i].name, (SrcLoc){0, 0, 0});
     s->id = i;
     strmap_put(&r->globals, s->name, s);
   }
   static const char *const consts[] = {"inf", "nan"};
   for (int i = 0; i < 2; i++) {
-    Symbol *s = new_symbol(r, SYM_BUILTIN_CONST, consts[i], (SrcLoc){0, 0});
+    Symbol *s = new_symbol(r, SYM_BUILTIN_CONST, consts[i], (SrcLoc){0, 0, 0});
     s->id = i;
     strmap_put(&r->globals, s->name, s);
   }
   for (int k = SK_I1; k <= SK_F64; k++) {
-    Symbol *s = new_symbol(r, SYM_TYPE, scalar_name((ScalarKind)k), (SrcLoc){0, 0});
+    Symbol *s = new_symbol(r, SYM_TYPE, scalar_name((ScalarKind)k), (SrcLoc){0, 0, 0});
     s->id = k;
     strmap_put(&r->globals, s->name, s);
   }
-  Symbol *b = new_symbol(r, SYM_TYPE, "bool", (SrcLoc){0, 0}); /* an alias of i1 */
+  Symbol *b = new_symbol(r, SYM_TYPE, "bool", (SrcLoc){0, 0, 0}); /* an alias of i1 */
   b->id = SK_I1;
   strmap_put(&r->globals, b->name, b);
 }
@@ -671,10 +681,6 @@ bool resolve_program(Program *prog, Arena *arena, Diags *diags) {
   declare_items(&r, prog);
   for (int i = 0; i < prog->nitems && !diags_full(diags); i++) resolve_item(&r, prog->items[i]);
   check_recursion(&r, prog);
-  bool any_kernel = false;
-  for (int i = 0; i < prog->nitems; i++) any_kernel |= prog->items[i]->kind == ITEM_KERNEL;
-  if (!any_kernel && diags->errors == 0)
-    diag_error(diags, (SrcLoc){1, 1}, "no kernel in this file");
   return diags->errors == errors_before;
 }
 

@@ -11,6 +11,23 @@ void diags_init(Diags *d, Arena *arena, const Source *src) {
   d->src = src;
 }
 
+void diags_add_source(Diags *d, Source *src) {
+  if (d->nfiles == d->cap_files) {
+    int cap = d->cap_files ? 2 * d->cap_files : 8;
+    const Source **files = ARENA_ARRAY(d->arena, const Source *, cap);
+    if (d->nfiles) memcpy(files, d->files, sizeof *files * (size_t)d->nfiles);
+    if (!d->nfiles) files[d->nfiles++] = d->src; /* the compiled file is file 0 */
+    d->files = files, d->cap_files = cap;
+  }
+  src->file = (uint32_t)d->nfiles;
+  d->files[d->nfiles++] = src;
+}
+
+/* The source a location points into: its file, or the compiled one. */
+static const Source *source_of(const Diags *d, SrcLoc loc) {
+  return loc.file && (int)loc.file < d->nfiles ? d->files[loc.file] : d->src;
+}
+
 bool diags_full(const Diags *d) { return d->errors >= DIAG_MAX_ERRORS; }
 
 const char *diag_quote(char buf[DIAG_QUOTE_BUF], const char *text) {
@@ -152,13 +169,14 @@ static void render_source_line(const Source *src, SrcLoc loc, StrBuf *out) {
 
 void diag_render(const Diags *d, const Diag *diag, StrBuf *out) {
   static const char *const level_names[] = {"error", "warning", "note"};
-  const char *file = d->src && d->src->name ? d->src->name : "<input>";
+  const Source *src = source_of(d, diag->loc);
+  const char *file = src && src->name ? src->name : "<input>";
   if (diag->loc.line)
     sb_printf(out, "%s:%u:%u: %s: %s\n", file, diag->loc.line, diag->loc.col,
               level_names[diag->level], diag->msg);
   else
     sb_printf(out, "%s: %s: %s\n", file, level_names[diag->level], diag->msg);
-  render_source_line(d->src, diag->loc, out);
+  render_source_line(src, diag->loc, out);
 }
 
 void diags_render_all(const Diags *d, StrBuf *out) {

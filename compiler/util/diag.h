@@ -38,9 +38,12 @@
 /* Size of a buffer for diag_quote: the bytes, "..." and the NUL. */
 #define DIAG_QUOTE_BUF (DIAG_MAX_QUOTE + 4)
 
-/* A 1-based line and byte column; line 0 means "no location". */
+/* A 1-based line and byte column; line 0 means "no location". file is
+ * the source's index in the compilation's table of files (Diags.files):
+ * 0 for the compiled file, 1, 2, ... for the files it imports. */
 typedef struct SrcLoc {
   uint32_t line, col;
+  uint32_t file;
 } SrcLoc;
 
 /* Largest source text a compilation (or the IR text parser) accepts:
@@ -51,9 +54,10 @@ typedef struct SrcLoc {
 #define SOURCE_MAX_BYTES ((size_t)64 << 20)
 
 typedef struct Source {
-  const char *name; /* as given on the command line */
+  const char *name; /* as given on the command line (an import: as found) */
   const char *text; /* not necessarily NUL terminated; may contain NUL */
   size_t len;
+  uint32_t file;    /* its index in Diags.files: the lexer puts it in every SrcLoc */
 } Source;
 
 typedef enum DiagLevel { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
@@ -66,7 +70,9 @@ typedef struct Diag {
 
 typedef struct Diags {
   Arena *arena;
-  const Source *src;
+  const Source *src;     /* the compiled file (files[0]) */
+  const Source **files;  /* every source of the compilation, by SrcLoc.file */
+  int nfiles, cap_files;
   Diag *items;
   int count, cap;
   int errors;
@@ -76,6 +82,9 @@ typedef struct Diags {
 } Diags;
 
 void diags_init(Diags *d, Arena *arena, const Source *src);
+/* Adds an imported source to the table of files; sets src->file to its
+ * index. */
+void diags_add_source(Diags *d, Source *src);
 void diag_error(Diags *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_warning(Diags *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_note(Diags *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -12,7 +12,7 @@
 static void fuzz_ir_text(const uint8_t *data, size_t size) {
   Arena arena;
   arena_init(&arena);
-  Source src = {"fuzz.ir", (const char *)data, size};
+  Source src = {"fuzz.ir", (const char *)data, size, 0};
   Diags diags;
   diags_init(&diags, &arena, &src);
   Module *m = ir_parse(&arena, &src, &diags);

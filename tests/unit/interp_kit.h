@@ -35,15 +35,15 @@ typedef struct K {
 static void kbegin(K *k, const char *name, int n, const TType *types, const char *const *names) {
   arena_init(&k->arena);
   k->m = ir_module_new(&k->arena, "t.tile");
-  k->f = ir_func_new(k->m, name, n, types, (SrcLoc){1, 1});
+  k->f = ir_func_new(k->m, name, n, types, (SrcLoc){1, 1, 0});
   for (int i = 0; i < n; i++) k->f->params[i].name = names[i];
   k->depth = 0;
   k->stack[0] = &k->f->body;
-  k->loc = (SrcLoc){2, 3};
+  k->loc = (SrcLoc){2, 3, 0};
 }
 
 static void kend(K *k) { arena_free(&k->arena); }
-static void at(K *k, uint32_t line, uint32_t col) { k->loc = (SrcLoc){line, col}; }
+static void at(K *k, uint32_t line, uint32_t col) { k->loc = (SrcLoc){line, col, 0}; }
 static Block *cur(K *k) { return k->stack[k->depth]; }
 static Value *arg(K *k, int i) { return &k->f->body.args[i]; }
 
@@ -310,7 +310,7 @@ static double rel_err(double got, double want) {
 /* Parses the one kernel of `text` into k (asserting it parses). */
 static void kparse(K *k, const char *text) {
   arena_init(&k->arena);
-  Source src = {"t.ir", text, strlen(text)};
+  Source src = {"t.ir", text, strlen(text), 0};
   Diags diags;
   diags_init(&diags, &k->arena, &src);
   k->m = ir_parse(&k->arena, &src, &diags);

@@ -48,7 +48,7 @@ static void fail_diags(const Diags *d, const char *what, const char *text) {
 static void fx_module(Fx *fx, char *text, const char *kernel) {
   arena_init(&fx->arena);
   fx->text = text;
-  Source src = {"t.ir", text, strlen(text)};
+  Source src = {"t.ir", text, strlen(text), 0};
   Diags d;
   diags_init(&d, &fx->arena, &src);
   Module *m = ir_parse(&fx->arena, &src, &d);

@@ -318,6 +318,44 @@ Test(cli, dependency_files) {
   result_free(&r);
 }
 
+/* import: the depfile names the imported file; from stdin an import is
+ * found only through -I (both spellings); a file of functions checks
+ * clean but has nothing to compile. */
+Test(cli, imports_search_path_and_dependency_files) {
+  const char *h = write_file("cli_helpers.tile", "fn twice(x) { return x * 2.0; }\n");
+  static const char main_src[] = "import \"cli_helpers.tile\" as h;\n"
+                                 "kernel k(p: *f32) { store(p, h.twice(1.0)); }\n";
+  const char *m = write_file("cli_main.tile", main_src);
+  const char *out = tmp_path("cli_main.tir"), *d = tmp_path("cli_main.tir.d");
+  Result r = RUN(m, "-o", out, "-MD");
+  expect_status(&r, 0);
+  result_free(&r);
+  char *text = read_file(d, NULL), want[600];
+  snprintf(want, sizeof want, "%s: %s %s\n", out, m, h);
+  cr_expect(text && !strcmp(text, want), "depfile: %s, want %s", text ? text : "(none)", want);
+  free(text);
+  r = run_argv_in(m, (const char *const[]){"-", NULL}); /* the same text on stdin */
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "cannot find 'cli_helpers.tile'"), "%s", r.err);
+  result_free(&r);
+  r = run_argv_in(m, (const char *const[]){"-", "-I", tmpdir, NULL});
+  expect_status(&r, 0);
+  result_free(&r);
+  char joined[80];
+  snprintf(joined, sizeof joined, "-I%s", tmpdir);
+  r = run_argv_in(m, (const char *const[]){"-", joined, NULL});
+  expect_status(&r, 0);
+  result_free(&r);
+  r = RUN(h);
+  expect_status(&r, 0);
+  result_free(&r);
+  r = RUN(h, "-o", tmp_path("cli_helpers.ptx"));
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "has no kernel to compile (a file of functions and constants is for importing)"), "%s",
+            r.err);
+  result_free(&r);
+}
+
 Test(cli, semantic_error_exits_1) {
   const char *f = write_file("sem.tile", "kernel k() {\n    let x = y;\n}\n");
   Result r = RUN(f);

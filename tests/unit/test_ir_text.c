@@ -28,8 +28,8 @@ typedef struct Build {
 } Build;
 
 static SrcLoc next_loc(Build *b) {
-  if (!b->line) return (SrcLoc){0, 0};
-  return (SrcLoc){(*b->line)++, 3};
+  if (!b->line) return (SrcLoc){0, 0, 0};
+  return (SrcLoc){(*b->line)++, 3, 0};
 }
 
 static TType T(ScalarKind k) { return type_scalar(k); }
@@ -108,7 +108,7 @@ static Op *emit_for(Build *b, Value *lo, Value *hi, Value *st, int n, Value *con
 
 static Func *new_kernel(Module *m, const char *name, int n, const TType *types,
                         const char *const *names, Build *b, uint32_t *line) {
-  Func *f = ir_func_new(m, name, n, types, line ? (SrcLoc){(*line)++, 1} : (SrcLoc){0, 0});
+  Func *f = ir_func_new(m, name, n, types, line ? (SrcLoc){(*line)++, 1, 0} : (SrcLoc){0, 0, 0});
   for (int i = 0; i < n; i++) f->params[i].name = names[i];
   *b = (Build){m->arena, &f->body, line};
   return f;
@@ -131,7 +131,7 @@ typedef struct Parsed {
 
 static void parse_into(Parsed *p, const char *text, size_t len) {
   arena_init(&p->arena);
-  p->src = (Source){"test.ir", text, len};
+  p->src = (Source){"test.ir", text, len, 0};
   diags_init(&p->diags, &p->arena, &p->src);
   p->m = ir_parse(&p->arena, &p->src, &p->diags);
 }
@@ -1314,7 +1314,7 @@ Test(ir_verify, use_before_definition_in_memory) {
   Func *f = new_kernel(m, "k", 0, NULL, NULL, &b, NULL);
   Value *one = const_int(&b, T(SK_I32), 1);
   Op *add = emit_op(&b, OP_ADD, OPS(one, one), 1, (TType[]){T(SK_I32)});
-  Op *later = ir_op_make(&a, OP_CONST, 0, NULL, 1, (TType[]){T(SK_I32)}, (SrcLoc){0, 0});
+  Op *later = ir_op_make(&a, OP_CONST, 0, NULL, 1, (TType[]){T(SK_I32)}, (SrcLoc){0, 0, 0});
   ir_append(&f->body, later);
   add->operands[1] = &later->results[0];
   emit_void(&b, OP_RETURN, NO_OPS);
@@ -1364,7 +1364,7 @@ Test(ir_verify, region_without_terminator) {
   const char *names[] = {"c"};
   Func *f = new_kernel(m, "k", 1, params, names, &b, NULL);
   Op *cond = emit_region_op(&b, OP_IF, OPS(&f->body.args[0]), 0, NULL, 2);
-  cond->loc = (SrcLoc){5, 6};
+  cond->loc = (SrcLoc){5, 6, 0};
   Build else_b = sub_build(&b, &cond->regions[1]);
   emit_void(&else_b, OP_YIELD, NO_OPS);
   emit_void(&b, OP_RETURN, NO_OPS);

@@ -540,7 +540,7 @@ Test(parser, misplaced_items_and_statements) {
    * spurious "expected ';', found '{'" at 1:21 (reported as a bug). */
   expect_first_error("kernel k() { fn g() { } }\n", "t.tile:1:14: error: 'fn' must be at the top level of a file\n");
   expect_errors("let x = 1;\nkernel k() { }\n", 1,
-                "t.tile:1:1: error: expected 'kernel', 'fn' or 'const', found 'let'\n");
+                "t.tile:1:1: error: expected 'kernel', 'fn', 'const' or 'import', found 'let'\n");
   expect_errors("kernel k() { @pipeline(stages = 2) let x = 1; }\n", 1,
                 "t.tile:1:36: error: expected a 'for' or 'while' loop after a statement annotation\n");
   expect_errors("@warps(4) const X = 1;\nkernel k() { }\n", 1,

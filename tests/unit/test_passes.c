@@ -38,7 +38,7 @@ static const char *const param_names[TEST_MAX_PARAMS] = {"x", "p", "y", "q"};
 static void ctx_init(Ctx *c, int nparams, const TType *types) {
   arena_init(&c->arena);
   c->m = ir_module_new(&c->arena, "test.tile");
-  c->f = ir_func_new(c->m, "k", nparams, types, (SrcLoc){0, 0});
+  c->f = ir_func_new(c->m, "k", nparams, types, (SrcLoc){0, 0, 0});
   for (int i = 0; i < nparams; i++) c->f->params[i].name = param_names[i];
   c->b = &c->f->body;
 }
@@ -54,7 +54,7 @@ static TType t2(ScalarKind k, int a, int b) { return type_tile(k, 2, (int32_t[])
 static Op *emit(Ctx *c, Block *b, OpKind k, int nres, const TType *types, int n, Value *x,
                 Value *y, Value *z) {
   Value *ops[3] = {x, y, z};
-  Op *op = ir_op_make(&c->arena, k, n, ops, nres, types, (SrcLoc){0, 0});
+  Op *op = ir_op_make(&c->arena, k, n, ops, nres, types, (SrcLoc){0, 0, 0});
   ir_append(b, op);
   return op;
 }
@@ -90,7 +90,7 @@ static void store(Ctx *c, Block *b, Value *ptr, Value *v) {
 static void ret(Ctx *c) { emit(c, c->b, OP_RETURN, 0, NULL, 0, NULL, NULL, NULL); }
 
 static void yield(Ctx *c, Block *b, int n, Value *const *vals) {
-  Op *op = ir_op_make(&c->arena, OP_YIELD, n, vals, 0, NULL, (SrcLoc){0, 0});
+  Op *op = ir_op_make(&c->arena, OP_YIELD, n, vals, 0, NULL, (SrcLoc){0, 0, 0});
   ir_append(b, op);
 }
 
@@ -100,7 +100,7 @@ static Op *emit_for(Ctx *c, Block *b, Value *lo, Value *hi, Value *st, int n, Va
   cr_assert(n <= TEST_MAX_ITERS);
   args[0] = lo->type;
   for (int i = 0; i < n; i++) args[i + 1] = types[i] = inits[i]->type;
-  Op *op = ir_op_new(&c->arena, OP_FOR, 3 + n, n, types, 1, (SrcLoc){0, 0});
+  Op *op = ir_op_new(&c->arena, OP_FOR, 3 + n, n, types, 1, (SrcLoc){0, 0, 0});
   op->operands[0] = lo;
   op->operands[1] = hi;
   op->operands[2] = st;
@@ -111,7 +111,7 @@ static Op *emit_for(Ctx *c, Block *b, Value *lo, Value *hi, Value *st, int n, Va
 }
 
 static Op *emit_if(Ctx *c, Block *b, Value *cond, int nres, const TType *types) {
-  Op *op = ir_op_new(&c->arena, OP_IF, 1, nres, types, 2, (SrcLoc){0, 0});
+  Op *op = ir_op_new(&c->arena, OP_IF, 1, nres, types, 2, (SrcLoc){0, 0, 0});
   op->operands[0] = cond;
   ir_append(b, op);
   return op;
@@ -123,7 +123,7 @@ static Op *emit_while(Ctx *c, Block *b, int n, Value *const *inits) {
   TType types[TEST_MAX_ITERS];
   cr_assert(n <= TEST_MAX_ITERS);
   for (int i = 0; i < n; i++) types[i] = inits[i]->type;
-  Op *op = ir_op_new(&c->arena, OP_WHILE, n, n, types, 2, (SrcLoc){0, 0});
+  Op *op = ir_op_new(&c->arena, OP_WHILE, n, n, types, 2, (SrcLoc){0, 0, 0});
   for (int i = 0; i < n; i++) op->operands[i] = inits[i];
   ir_block_set_args(&c->arena, &op->regions[0], n, types);
   ir_block_set_args(&c->arena, &op->regions[1], n, types);

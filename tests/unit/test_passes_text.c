@@ -53,7 +53,7 @@ static bool run_text(PassFn pass, const char *kernel, const char *expected) {
   snprintf(text, n + 1, "%s%s", header, kernel);
   Arena a;
   arena_init(&a);
-  Source src = {"t.ir", text, n};
+  Source src = {"t.ir", text, n, 0};
   Diags d;
   diags_init(&d, &a, &src);
   Module *m = ir_parse(&a, &src, &d);

@@ -27,7 +27,7 @@ static void check_roundtrip(const char *path, bool no_opt, const tc_define *defs
 
   Arena arena;
   arena_init(&arena);
-  Source text = {"roundtrip.ir", first, strlen(first)};
+  Source text = {"roundtrip.ir", first, strlen(first), 0};
   Diags diags;
   diags_init(&diags, &arena, &text);
   Module *m = ir_parse(&arena, &text, &diags);

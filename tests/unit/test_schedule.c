@@ -520,12 +520,12 @@ static void kit_init(Kit *k) {
   desc.pointee = SK_BF16;
   desc.desc_rank = 2;
   TType params[] = {type_ptr(SK_F32), desc};
-  k->f = ir_func_new(k->m, "k", 2, params, (SrcLoc){1, 1});
+  k->f = ir_func_new(k->m, "k", 2, params, (SrcLoc){1, 1, 0});
   k->f->params[0].name = "p";
   k->f->params[1].name = "d";
-  ir_append(&k->f->body, ir_op_make(&k->arena, OP_RETURN, 0, NULL, 0, NULL, (SrcLoc){1, 1}));
+  ir_append(&k->f->body, ir_op_make(&k->arena, OP_RETURN, 0, NULL, 0, NULL, (SrcLoc){1, 1, 0}));
   k->b = irb_at_end(&k->arena, &k->f->body);
-  k->b.loc = (SrcLoc){2, 1};
+  k->b.loc = (SrcLoc){2, 1, 0};
   diags_init(&k->diags, &k->arena, NULL);
 }
 

@@ -4,7 +4,7 @@ if exists("b:current_syntax")
   finish
 endif
 
-syn keyword tileKeyword kernel fn let var const if else for in while return as
+syn keyword tileKeyword kernel fn let var const if else for in while return as import
 syn keyword tileBoolean true false
 syn keyword tileConstant None inf nan
 syn keyword tileType i1 i8 i16 i32 i64 u8 u16 u32 u64 f8e4m3 f8e5m2 f16 bf16 f32 f64 bool tensor type

@@ -1,0 +1,193 @@
+/* test_imports.c - `import "x.tile" [as name];` (driver/imports.c):
+ * namespaces, nested imports, the search path, files of functions only,
+ * what an imported file may see, and the errors, with the diagnostics
+ * pointing into the imported file. Files are written to a fresh temporary
+ * directory per test. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char dir[64];
+
+static void make_dir(void) {
+  snprintf(dir, sizeof dir, "/tmp/tile-imports-XXXXXX");
+  cr_assert(mkdtemp(dir), "mkdtemp failed");
+}
+
+/* Writes dir/name (creating dir/sub first when name has one directory). */
+static void put(const char *name, const char *text) {
+  char path[256];
+  const char *slash = strchr(name, '/');
+  if (slash) {
+    snprintf(path, sizeof path, "%s/%.*s", dir, (int)(slash - name), name);
+    if (access(path, F_OK) != 0) cr_assert_eq(mkdir(path, 0755), 0, "mkdir %s", path);
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Compiles dir/main.tile with the include directories (relative to dir). */
+static tc_compilation *compile_main(const char *text, const char *const *includes, int nincludes) {
+  put("main.tile", text);
+  char path[256], inc[8][256];
+  const char *dirs[8];
+  for (int i = 0; i < nincludes; i++) {
+    snprintf(inc[i], sizeof inc[i], "%s/%s", dir, includes[i]);
+    dirs[i] = inc[i];
+  }
+  snprintf(path, sizeof path, "%s/main.tile", dir);
+  tc_options o = {.include_dirs = dirs, .ninclude_dirs = nincludes};
+  return tc_compile(path, text, strlen(text), &o);
+}
+
+/* The first diagnostic line with the directory cut off the file names. */
+static char *first_error(tc_compilation *c) {
+  const char *d = tc_diagnostics(c);
+  static char line[1024];
+  size_t n = strcspn(d, "\n");
+  snprintf(line, sizeof line, "%.*s", (int)n, d);
+  char *at = strstr(line, dir);
+  if (at) memmove(at, at + strlen(dir) + 1, strlen(at + strlen(dir) + 1) + 1);
+  return line;
+}
+
+/* Runs kernel 0 over one program with out: f32[16] and x = 0, 1, ..., 15. */
+static void run16(tc_compilation *c, float out[16]) {
+  float x[16];
+  for (int i = 0; i < 16; i++) x[i] = (float)i, out[i] = -999;
+  tc_arg args[2] = {{.p = out}, {.p = x}};
+  tc_buffer bufs[2] = {{out, 16 * sizeof(float), "out"}, {x, sizeof x, "x"}};
+  char *err = NULL;
+  bool ok = tc_interpret_ex(c, 0, (int64_t[3]){1, 1, 1}, args, 2, bufs, 2, NULL, &err);
+  cr_assert(ok, "%s", err ? err : "");
+  free(err);
+}
+
+Test(imports, namespaces_nested_imports_and_constants) {
+  make_dir();
+  put("lib/scale.tile", "const FACTOR: f32 = 3.0;\n"
+                        "fn scale(x) { return x * FACTOR; }\n");
+  put("lib/ops.tile", "import \"scale.tile\";\n" /* next to ops.tile */
+                      "const OFFSET: f32 = 0.5;\n"
+                      "fn offset(x) { return x + OFFSET; }\n"
+                      "fn both(x) { return offset(scale.scale(x)); }\n"
+                      "kernel not_compiled(out: *f32) { store(out, 1.0); }\n");
+  tc_compilation *c = compile_main("import \"lib/ops.tile\";\n"
+                                   "import \"lib/ops.tile\" as again;\n"
+                                   "fn offset(x) { return x - 100.0; }\n" /* no clash: ops' offset is ops.offset */
+                                   "kernel k(out: *f32, x: *f32) {\n"
+                                   "    let i = arange(0, 16);\n"
+                                   "    let v = load(x + i);\n"
+                                   "    store(out + i, ops.both(v) + again.scale.FACTOR + offset(200.0));\n"
+                                   "}\n",
+                                   NULL, 0);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_expect_eq(tc_kernel_count(c), 1, "the imported file's kernel is not compiled");
+  cr_expect_eq(tc_import_count(c), 4);
+  cr_expect(strstr(tc_import_path(c, 0), "lib/ops.tile") && strstr(tc_import_path(c, 1), "lib/scale.tile"),
+            "%s %s", tc_import_path(c, 0), tc_import_path(c, 1));
+  cr_expect_null(tc_import_path(c, 4));
+  float out[16];
+  run16(c, out);
+  for (int i = 0; i < 16; i++) cr_expect_eq(out[i], (float)i * 3 + 0.5f + 3 + 100, "out[%d] = %g", i, out[i]);
+  tc_free(c);
+}
+
+Test(imports, include_directories_in_order) {
+  make_dir();
+  put("a/h.tile", "fn f(x) { return x + 1.0; }\n");
+  put("b/h.tile", "fn f(x) { return x + 2.0; }\n");
+  const char *ab[] = {"a", "b"}, *ba[] = {"b", "a"};
+  const char *src = "import \"h.tile\";\nkernel k(out: *f32, x: *f32) { store(out + arange(0, 16), "
+                    "h.f(load(x + arange(0, 16)))); }\n";
+  float out[16];
+  tc_compilation *c = compile_main(src, ab, 2);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  run16(c, out);
+  cr_expect_eq(out[5], 6.0f);
+  tc_free(c);
+  c = compile_main(src, ba, 2);
+  run16(c, out);
+  cr_expect_eq(out[5], 7.0f);
+  tc_free(c);
+}
+
+Test(imports, a_file_of_functions_alone_checks_clean) {
+  make_dir();
+  const char *src = "const N: i32 = 4;\nfn twice(x) { return x * 2; }\n";
+  tc_compilation *c = tc_compile("helpers.tile", src, strlen(src), NULL);
+  cr_expect_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_expect_eq(tc_kernel_count(c), 0);
+  tc_free(c);
+  c = tc_compile("empty.tile", "", 0, NULL);
+  cr_expect_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  tc_free(c);
+}
+
+Test(imports, errors_point_into_the_imported_file) {
+  make_dir();
+  put("bad.tile", "fn f(x) {\n    return x + missing;\n}\n");
+  tc_compilation *c = compile_main("import \"bad.tile\";\nkernel k(out: *f32) { store(out, bad.f(1.0)); }\n", NULL, 0);
+  cr_expect_str_eq(first_error(c), "bad.tile:2:16: error: unknown name 'missing'");
+  cr_expect(strstr(tc_diagnostics(c), "    return x + missing;\n                   ^"), "%s", tc_diagnostics(c));
+  tc_free(c);
+  put("syntax.tile", "fn g( { }\n");
+  c = compile_main("import \"syntax.tile\" as s;\nkernel k(out: *f32) { store(out, 1.0); }\n", NULL, 0);
+  cr_expect(strncmp(first_error(c), "syntax.tile:1:7: error:", 23) == 0, "%s", first_error(c));
+  tc_free(c);
+}
+
+Test(imports, an_imported_file_sees_only_its_own_names_and_the_builtins) {
+  make_dir();
+  put("lib.tile", "fn f(x) { return helper(x) + sum(x, 0); }\n");
+  tc_compilation *c = compile_main("import \"lib.tile\";\nfn helper(x) { return x; }\n"
+                                   "kernel k(out: *f32) { store(out, lib.f(zeros([4], f32))); }\n",
+                                   NULL, 0);
+  cr_expect_str_eq(first_error(c), "lib.tile:1:18: error: unknown function 'helper'");
+  tc_free(c);
+  /* and the importer does not see the imported names unqualified */
+  put("good.tile", "fn f(x) { return x; }\n");
+  c = compile_main("import \"good.tile\";\nkernel k(out: *f32) { store(out, f(1.0)); }\n", NULL, 0);
+  cr_expect(strncmp(first_error(c), "main.tile:2:34: error: unknown function 'f'", 43) == 0, "%s", first_error(c));
+  tc_free(c);
+}
+
+Test(imports, bad_imports) {
+  make_dir();
+  static const struct {
+    const char *src, *error;
+  } cases[] = {
+      {"import \"nowhere.tile\";\n",
+       "main.tile:1:8: error: cannot find 'nowhere.tile' (looked next to this file; add a directory with -I)"},
+      {"import \"x-y.tile\";\n", "main.tile:1:8: error: the file name is not an identifier: name its namespace "
+                                 "with 'as', as in import \"x-y.tile\" as xy;"},
+      {"import \"self.tile\";\n", "self.tile:1:8: error: 'self.tile' imports itself (through the files that "
+                                  "import this one)"},
+      {"import \"main.tile\" as me;\n",
+       "main.tile:1:23: error: 'main.tile' imports itself (through the files that import this one)"},
+      {"import \"one.tile\" as n;\nimport \"two.tile\" as n;\n",
+       "main.tile:2:22: error: namespace 'n' is already imported"},
+      {"import one.tile;\n", "main.tile:1:8: error: expected the file to import, as a string, found 'one'"},
+      {"@warps(4) import \"one.tile\";\n", "main.tile:1:11: error: expected 'kernel' or 'fn' after an annotation, "
+                                           "found 'import'"},
+      {"import \"one.tile\";\nkernel k(out: *f32) { store(out, one.nothing(1.0)); }\n",
+       "main.tile:2:34: error: unknown function 'one.nothing'"},
+  };
+  put("self.tile", "import \"self.tile\";\n");
+  put("one.tile", "fn a() { }\n");
+  put("two.tile", "fn b() { }\n");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tc_compilation *c = compile_main(cases[i].src, NULL, 0);
+    cr_expect_gt(tc_error_count(c), 0, "%s: no error", cases[i].src);
+    cr_expect_str_eq(first_error(c), cases[i].error, "%s", cases[i].src);
+    tc_free(c);
+  }
+}
