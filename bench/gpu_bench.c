@@ -1116,7 +1116,7 @@ static void bench_jit(Gpu *g) {
   char *text = variant_read_source(g, "lang/std/flash_attention_ws.tile", &len);
   tile_jit_options o = {.cache_dir = dir};
   tile_jit *a = NULL, *b = NULL;
-  tile_jit_source src = {"flash_attention_ws.tile", text, len, "flash_attention_ws", NULL, 0};
+  tile_jit_source src = {.filename = "flash_attention_ws.tile", .source = text, .len = len, .kernel = "flash_attention_ws"};
   double ms = 0, cold = -1, mem[JIT_LOOKUP_REPS], disk[JIT_LOOKUP_REPS];
   bool ok = text && tile_jit_create(&o, &a) == TILE_OK;
   if (ok && jit_lookup_us(a, &src, TILE_JIT_COMPILED, &ms) >= 0) cold = ms;

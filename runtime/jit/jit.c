@@ -93,7 +93,10 @@ static int cmp_define(const void *a, const void *b) {
  * when out of memory): the key is its SHA-256 (the disk entry's name), and
  * the memory cache compares it whole, so that a hit hashes nothing but a
  * fast checksum. */
-static char *key_text(const tile_jit *j, const tile_jit_source *src, const char *text, size_t len, size_t *out_len) {
+static tile_status read_source(const char *path, char **text, size_t *len);
+
+static char *key_text(const tile_jit *j, const tile_jit_source *src, const char *text, size_t len,
+                      const tc_compilation *front, size_t *out_len) {
   KeyText k = {0};
   char llvm[64], num[64];
   put_str(&k, "tile-jit key 2");
@@ -127,6 +130,23 @@ static char *key_text(const tile_jit *j, const tile_jit_source *src, const char 
   snprintf(num, sizeof num, "source %zu", len);
   put_str(&k, num);
   put_bytes(&k, text, len);
+  /* the imported files, each by its path and contents */
+  int nimports = front ? tc_import_count(front) : 0;
+  snprintf(num, sizeof num, "imports %d", nimports);
+  put_str(&k, num);
+  for (int i = 0; i < nimports && !k.failed; i++) {
+    char *body = NULL;
+    size_t blen = 0;
+    if (read_source(tc_import_path(front, i), &body, &blen) != TILE_OK) {
+      k.failed = true;
+      break;
+    }
+    put_str(&k, tc_import_path(front, i));
+    snprintf(num, sizeof num, "import %zu", blen);
+    put_str(&k, num);
+    put_bytes(&k, body, blen);
+    free(body);
+  }
   if (k.failed) {
     free(k.p);
     return NULL;
@@ -471,11 +491,18 @@ static tile_status read_source(const char *path, char **text, size_t *len) {
   return TILE_OK;
 }
 
-/* Compiles to a cubin (malloc'd) or fails with the diagnostics. */
+/* The front end on the source (tc_compile); NULL when out of memory. */
+static tc_compilation *front_end(const tile_jit *j, const tile_jit_source *src, const char *text, size_t len) {
+  tc_options o = {.kernel = src->kernel, .defines = src->defines, .ndefines = src->ndefines, .no_opt = j->opt.no_opt,
+                  .include_dirs = src->include_dirs, .ninclude_dirs = src->ninclude_dirs};
+  return tc_compile(src->filename, text, len, &o);
+}
+
+/* Compiles to a cubin (malloc'd) or fails with the diagnostics; front: the
+ * front end's result if it ran already (taken over), else NULL. */
 static tile_status compile(const tile_jit *j, const tile_jit_source *src, const char *text, size_t len,
-                           void **cubin, size_t *size) {
-  tc_options o = {.kernel = src->kernel, .defines = src->defines, .ndefines = src->ndefines, .no_opt = j->opt.no_opt};
-  tc_compilation *c = tc_compile(src->filename, text, len, &o);
+                           tc_compilation *front, void **cubin, size_t *size) {
+  tc_compilation *c = front ? front : front_end(j, src, text, len);
   if (!c) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory compiling %s", src->filename);
   tc_codegen_options g = {.arch = j->arch, .linker = j->opt.linker, .debug_barriers = j->opt.debug_barriers};
   tile_status st = TILE_OK;
@@ -510,11 +537,22 @@ tile_status tile_jit_cubin(tile_jit *j, const tile_jit_source *src, const void *
     if (st != TILE_OK) return st;
     text = owned;
   }
+  /* a source that may import files: the front end finds them first */
+  tc_compilation *front = NULL;
+  if (memmem(text, len, "import", 6)) {
+    front = front_end(j, src, text, len);
+    if (!front || tc_error_count(front)) {
+      tile_status st = front ? tilert_fail(TILE_ERROR_COMPILE, "%s", tc_diagnostics(front))
+                             : tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory compiling %s", src->filename);
+      tc_free(front), free(owned);
+      return st;
+    }
+  }
   size_t klen = 0;
-  char *ktext = key_text(j, src, text, len, &klen);
+  char *ktext = key_text(j, src, text, len, front, &klen);
   if (!ktext) {
-    free(owned);
-    return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory");
+    tc_free(front), free(owned);
+    return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory (or an imported file could not be read)");
   }
   uint64_t quick = checksum64(ktext, klen);
   pthread_mutex_lock(&j->lock);
@@ -540,7 +578,8 @@ tile_status tile_jit_cubin(tile_jit *j, const tile_jit_source *src, const void *
   if (!e) {
     void *bytes = NULL;
     size_t n = 0;
-    tile_status st = compile(j, src, text, len, &bytes, &n);
+    tile_status st = compile(j, src, text, len, front, &bytes, &n);
+    front = NULL; /* compile took it */
     if (st != TILE_OK) {
       free(owned), free(ktext);
       return st;
@@ -552,6 +591,7 @@ tile_status tile_jit_cubin(tile_jit *j, const tile_jit_source *src, const void *
   }
   free(ktext);
   free(owned);
+  tc_free(front);
   if (!e) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory");
   *cubin = e->cubin, *size = e->size;
   if (origin) *origin = from;

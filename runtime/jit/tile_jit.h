@@ -70,7 +70,14 @@ typedef struct tile_jit_options {
 
 /* What to compile. With source NULL, filename is read (at most
  * TC_MAX_SOURCE_BYTES); otherwise filename only names the text in
- * diagnostics. kernel NULL: every kernel of the file. */
+ * diagnostics (and its directory is where imports are looked for first).
+ * kernel NULL: every kernel of the file. include_dirs: where `import`
+ * looks next, in order (as tilec -I).
+ *
+ * A source that imports other files is keyed by their contents too: to
+ * find them, each look-up of such a source runs the compiler's front end
+ * (about a millisecond), so a changed imported file is never served from a
+ * cache. */
 typedef struct tile_jit_source {
   const char *filename;
   const char *source;
@@ -78,6 +85,8 @@ typedef struct tile_jit_source {
   const char *kernel;
   const tc_define *defines;
   int ndefines;
+  const char *const *include_dirs;
+  int ninclude_dirs;
 } tile_jit_source;
 
 /* Where a cubin came from. */

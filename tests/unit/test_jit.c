@@ -391,6 +391,43 @@ Test(jit, files_are_read_and_keyed_by_their_text) {
   remove_dir(dir);
 }
 
+/* A source that imports a file: a changed imported file is compiled
+ * again (its contents are in the key), an unchanged one is a hit; the
+ * import is found through include_dirs. */
+Test(jit, imported_files_are_in_the_key) {
+  if (!have_toolkit()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  char dir[64], lib[128];
+  temp_dir(dir, sizeof dir);
+  snprintf(lib, sizeof lib, "%s/scale.tile", dir);
+  FILE *f = fopen(lib, "w");
+  fputs("fn scale(x) { return x * 2.0; }\n", f);
+  fclose(f);
+  static const char src[] = "import \"scale.tile\";\n"
+                            "kernel k(p: *f32) { store(p + arange(0, 128), scale.scale(load(p + arange(0, 128)))); }\n";
+  tile_jit *j = make_jit(dir);
+  const char *dirs[] = {dir};
+  tile_jit_source s = {.filename = "main.tile", .source = src, .len = sizeof src - 1, .include_dirs = dirs,
+                       .ninclude_dirs = 1};
+  const void *p;
+  size_t n;
+  tile_jit_origin from;
+  cr_assert_eq(tile_jit_cubin(j, &s, &p, &n, &from), TILE_OK, "%s", tile_last_error());
+  cr_expect_eq(from, TILE_JIT_COMPILED);
+  cr_assert_eq(tile_jit_cubin(j, &s, &p, &n, &from), TILE_OK);
+  cr_expect_eq(from, TILE_JIT_MEMORY);
+  f = fopen(lib, "w");
+  fputs("fn scale(x) { return x * 3.0; }\n", f);
+  fclose(f);
+  cr_assert_eq(tile_jit_cubin(j, &s, &p, &n, &from), TILE_OK);
+  cr_expect_eq(from, TILE_JIT_COMPILED, "the edited imported file is compiled again");
+  s.ninclude_dirs = 0; /* not found any more: the front end's error */
+  cr_expect_eq(tile_jit_cubin(j, &s, &p, &n, &from), TILE_ERROR_COMPILE);
+  cr_expect(strstr(tile_last_error(), "cannot find 'scale.tile'"), "%s", tile_last_error());
+  tile_jit_destroy(j);
+  unlink(lib);
+  remove_dir(dir);
+}
+
 /* The keys' hash against FIPS 180-4's examples. */
 Test(jit, sha256_matches_the_standard_vectors) {
   static const struct {
