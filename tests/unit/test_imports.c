@@ -4,6 +4,7 @@
  * pointing into the imported file. Files are written to a fresh temporary
  * directory per test. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +191,31 @@ Test(imports, bad_imports) {
     cr_expect_str_eq(first_error(c), cases[i].error, "%s", cases[i].src);
     tc_free(c);
   }
+}
+
+/* The standard library's helpers from a user kernel: mlp.tile's gated
+ * product (SwiGLU: silu(g) * u) through import "std/mlp.tile", with the
+ * source tree's lang/ as the include directory (what tilec adds). */
+Test(imports, the_standard_library_from_a_user_kernel) {
+  make_dir();
+  const char *lang = TILE_SOURCE_ROOT "/lang";
+  const char *src = "import \"std/mlp.tile\";\n"
+                    "kernel k(out: *f32, x: *f32) {\n"
+                    "    let i = arange(0, 16);\n"
+                    "    let v = load(x + i) * 0.25;\n"
+                    "    store(out + i, mlp.gated(v, v + 1.0, 0));\n"
+                    "}\n";
+  char path[256];
+  snprintf(path, sizeof path, "%s/main.tile", dir);
+  tc_options o = {.include_dirs = &lang, .ninclude_dirs = 1};
+  tc_compilation *c = tc_compile(path, src, strlen(src), &o);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_expect_eq(tc_kernel_count(c), 1, "mlp.tile's kernels are not compiled");
+  float out[16];
+  run16(c, out);
+  for (int i = 0; i < 16; i++) {
+    double g = i * 0.25, want = g / (1 + exp(-g)) * (g + 1);
+    cr_expect(fabs(out[i] - want) <= 1e-5 * fmax(1, fabs(want)), "out[%d] = %g, want %g", i, out[i], want);
+  }
+  tc_free(c);
 }
