@@ -76,20 +76,18 @@ static const char *find_file(Importer *im, const char *dir, const char *path) {
   return NULL;
 }
 
-/* Reads the file into the arena (NUL after the text); NULL with *why set
- * when it cannot. */
-static char *read_file(Arena *a, const char *path, size_t *len, const char **why) {
+char *tc_read_file(const char *path, size_t *len, const char **why) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     *why = strerror(errno);
     return NULL;
   }
   size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
+  char *buf = malloc(cap + 1);
   while (buf) {
     if (n == cap) {
       if (cap > SOURCE_MAX_BYTES) break;
-      char *bigger = realloc(buf, cap * 2);
+      char *bigger = realloc(buf, cap * 2 + 1);
       if (!bigger) {
         free(buf);
         buf = NULL;
@@ -108,11 +106,9 @@ static char *read_file(Arena *a, const char *path, size_t *len, const char **why
     free(buf);
     return NULL;
   }
-  char *text = arena_alloc(a, n + 1);
-  memcpy(text, buf, n);
-  free(buf);
+  buf[n] = 0;
   *len = n;
-  return text;
+  return buf;
 }
 
 static void import_program(Importer *im, Program *prog, const char *dir, const char *ns);
@@ -147,11 +143,14 @@ static void import_one(Importer *im, const Item *imp, const char *dir, const cha
     }
   size_t len = 0;
   const char *why = NULL;
-  char *text = read_file(&c->arena, path, &len, &why);
-  if (!text) {
+  char *read = tc_read_file(path, &len, &why);
+  if (!read) {
     diag_error(d, imp->name_loc, "cannot read '%s': %s", diag_quote(q, path), why);
     return;
   }
+  char *text = arena_alloc(&c->arena, len + 1);
+  memcpy(text, read, len);
+  free(read);
   Source *src = ARENA_NEW(&c->arena, Source);
   *src = (Source){arena_strdup(&c->arena, path), text, len, 0};
   diags_add_source(d, src);

@@ -51,6 +51,11 @@ typedef struct tc_options {
  * error and is not read. */
 #define TC_MAX_SOURCE_BYTES ((size_t)64 << 20)
 
+/* Reads a whole source file of at most TC_MAX_SOURCE_BYTES (malloc'd, a
+ * NUL after the text); NULL with *why (a static string, or strerror's)
+ * set when it cannot. Used for imports, and by the JIT. */
+char *tc_read_file(const char *path, size_t *len, const char **why);
+
 /* Compiles source text; never returns NULL (except when out of memory).
  * Problems are reported as diagnostics, not by failing the call. */
 tc_compilation *tc_compile(const char *filename, const char *source, size_t len, const tc_options *options);

@@ -462,32 +462,9 @@ static Entry *remember(tile_jit *j, const uint8_t key[SHA256_BYTES], uint64_t qu
 }
 
 static tile_status read_source(const char *path, char **text, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return tilert_fail(TILE_ERROR_IO, "tile_jit: cannot open %s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    if (n == cap) {
-      if (cap > TC_MAX_SOURCE_BYTES) {
-        free(buf), fclose(f);
-        return tilert_fail(TILE_ERROR_IO, "tile_jit: %s is larger than %zu bytes", path, TC_MAX_SOURCE_BYTES);
-      }
-      char *g = realloc(buf, cap * 2);
-      if (!g) break;
-      buf = g, cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  bool err = ferror(f);
-  fclose(f);
-  if (!buf) return tilert_fail(TILE_ERROR_OUT_OF_MEMORY, "tile_jit: out of memory reading %s", path);
-  if (err) {
-    free(buf);
-    return tilert_fail(TILE_ERROR_IO, "tile_jit: cannot read %s", path);
-  }
-  *text = buf, *len = n;
+  const char *why = NULL;
+  *text = tc_read_file(path, len, &why);
+  if (!*text) return tilert_fail(TILE_ERROR_IO, "tile_jit: cannot read %s: %s", path, why);
   return TILE_OK;
 }
 

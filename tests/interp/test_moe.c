@@ -201,6 +201,18 @@ Test(moe, permutation_capacity_drops_in_priority_order) {
   check_permutation((Route){50, 8, 8, 1, 0, true, false}, 0, 1, false, 115); /* everything dropped */
 }
 
+/* Random logits for r (8 experts) in which experts 3 and 6 lose every
+ * vote, and their routing (ids and weights, tokens * top_k). */
+static void route_without_3_and_6(const Route *r, Rng *rng, HBuf *logits, HBuf *ids, HBuf *wts) {
+  size_t pairs = (size_t)r->tokens * r->top_k;
+  *logits = hbuf_new("f32", (size_t)r->tokens * r->experts, "logits");
+  *ids = hbuf_new("i32", pairs, "ids"), *wts = hbuf_new("f32", pairs, "weights");
+  hbuf_fill_uniform(logits, rng, -4, 4);
+  for (int t = 0; t < r->tokens; t++)
+    hbuf_set(logits, (size_t)t * 8 + 3, -100), hbuf_set(logits, (size_t)t * 8 + 6, -100);
+  run_route(r, logits, ids, wts);
+}
+
 /* The grouped GEMM: out[r] = x[token_of[r]] @ w[expert of r] (or, gated,
  * act(x @ w[e]) * (x @ w_up[e])), experts 3 and 6 chosen by no token (no
  * tiles), rows gathered or pre-permuted; then the combine of each token's
@@ -210,11 +222,8 @@ static void check_grouped_gemm(bool gather, bool gated, int act, int capacity, u
   const int k = 72, n = 136;
   Rng rng = {seed};
   size_t pairs = (size_t)r.tokens * r.top_k;
-  HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
-  HBuf ids = hbuf_new("i32", pairs, "ids"), wts = hbuf_new("f32", pairs, "weights");
-  hbuf_fill_uniform(&logits, &rng, -4, 4);
-  for (int t = 0; t < r.tokens; t++) hbuf_set(&logits, (size_t)t * 8 + 3, -100), hbuf_set(&logits, (size_t)t * 8 + 6, -100);
-  run_route(&r, &logits, &ids, &wts);
+  HBuf logits, ids, wts;
+  route_without_3_and_6(&r, &rng, &logits, &ids, &wts);
   Perm pm = run_permutation(&r, &ids, capacity, 1);
   size_t rows = (size_t)hbuf_get(&pm.offsets, r.experts); /* kept */
   cr_expect(capacity < NO_LIMIT ? rows < pairs : rows == pairs, "%zu of %zu pairs kept", rows, pairs);
@@ -295,12 +304,8 @@ static void check_grouped_gemm_ws(int act, int capacity, uint64_t seed) {
   enum { ALIGN = 64 };
   const int k = 72, n = 136;
   Rng rng = {seed};
-  size_t pairs = (size_t)r.tokens * r.top_k;
-  HBuf logits = hbuf_new("f32", (size_t)r.tokens * r.experts, "logits");
-  HBuf ids = hbuf_new("i32", pairs, "ids"), wts = hbuf_new("f32", pairs, "weights");
-  hbuf_fill_uniform(&logits, &rng, -4, 4);
-  for (int t = 0; t < r.tokens; t++) hbuf_set(&logits, (size_t)t * 8 + 3, -100), hbuf_set(&logits, (size_t)t * 8 + 6, -100);
-  run_route(&r, &logits, &ids, &wts);
+  HBuf logits, ids, wts;
+  route_without_3_and_6(&r, &rng, &logits, &ids, &wts);
   Perm pm = run_permutation(&r, &ids, capacity, ALIGN);
   size_t bound = pm.rows_bound, rows = (size_t)hbuf_get(&pm.offsets, r.experts);
   cr_assert(rows % ALIGN == 0 && rows <= bound, "%zu padded rows (bound %zu)", rows, bound);
