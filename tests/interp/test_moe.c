@@ -378,3 +378,100 @@ static void check_grouped_gemm_ws(int act, int capacity, uint64_t seed) {
 
 Test(moe, grouped_gemm_ws_swiglu_padded) { check_grouped_gemm_ws(0, NO_LIMIT, 120); }
 Test(moe, grouped_gemm_ws_geglu_erf_with_capacity) { check_grouped_gemm_ws(1, 70, 121); }
+
+/* fp8 with block scales: the padded permutation, moe_gather, then
+ * moe_quantize_blocks (x per row and 128 columns) and moe_gemm_ws_fp8 on
+ * weights quantized here per 128 x 128 block; against float64 on the
+ * dequantized values (what the kernel multiplies), and, looser, on the
+ * unquantized ones. k = 256 (two scale blocks with their own scales). */
+static void check_grouped_gemm_fp8(bool gated, uint64_t seed) {
+  Route r = {200, 8, 8, 2, 0, true, false};
+  enum { ALIGN = 64, KB = 128 };
+  const int k = 256, n = 128, kb = k / KB, nb = (n + 127) / 128;
+  Rng rng = {seed};
+  HBuf logits, ids, wts;
+  route_without_3_and_6(&r, &rng, &logits, &ids, &wts);
+  Perm pm = run_permutation(&r, &ids, NO_LIMIT, ALIGN);
+  size_t bound = pm.rows_bound, rows = (size_t)hbuf_get(&pm.offsets, r.experts);
+  HBuf x = hbuf_new("bf16", (size_t)r.tokens * k, "x"), xp = hbuf_new("bf16", bound * k, "xp");
+  HBuf xq = hbuf_new("f8e4m3", bound * k, "xq"), xs = hbuf_new("f32", bound * kb, "x_scale");
+  hbuf_fill_uniform(&x, &rng, -2, 2);
+  for (int t = 0; t < r.tokens; t++) /* the second block of each row ten times larger: scales must differ */
+    for (int q = KB; q < k; q++) hbuf_set(&x, (size_t)t * k + q, 10 * hbuf_get(&x, (size_t)t * k + q));
+  hbuf_poison(&xp), hbuf_poison(&xq), hbuf_poison(&xs);
+  tc_compilation *c = harness_compile("lang/std/moe.tile", "moe_gather", NULL);
+  tc_arg ga[6] = {{.p = xp.data}, {.p = x.data}, {.p = pm.token_of.data}, {.p = pm.offsets.data}, {.i = 8}, {.i = k}};
+  const HBuf *gb[] = {&xp, &x, &pm.token_of, &pm.offsets};
+  harness_run(c, (int64_t[3]){harness_cdiv((int64_t)bound, 32), harness_cdiv(k, 256), 1}, ga, 6, gb, 4);
+  tc_free(c);
+  c = harness_compile("lang/std/moe.tile", "moe_quantize_blocks", NULL);
+  tc_arg qa[6] = {{.p = xq.data}, {.p = xs.data}, {.p = xp.data}, {.p = pm.offsets.data}, {.i = 8}, {.i = k}};
+  const HBuf *qb[] = {&xq, &xs, &xp, &pm.offsets};
+  harness_run(c, (int64_t[3]){harness_cdiv((int64_t)rows, 16), kb, 1}, qa, 6, qb, 4);
+  tc_free(c);
+  /* weights [8 * n, k] quantized per 128 x 128 block, scales [8, nb, kb] */
+  HBuf w[2] = {hbuf_new("f8e4m3", (size_t)8 * n * k, "w"), hbuf_new("f8e4m3", (size_t)8 * n * k, "w_up")};
+  HBuf ws[2] = {hbuf_new("f32", (size_t)8 * nb * kb, "w_scale"), hbuf_new("f32", (size_t)8 * nb * kb, "w_up_scale")};
+  double *wf = malloc(sizeof(double) * 2 * 8 * n * k);
+  for (int m = 0; m < 2; m++)
+    for (int e = 0; e < 8; e++)
+      for (int b = 0; b < kb; b++) {
+        double amax = 0;
+        for (int j = 0; j < n; j++)
+          for (int q = b * KB; q < (b + 1) * KB; q++) {
+            double v = rng_uniform(&rng, -0.5, 0.5) * (1 + b + e);
+            wf[((size_t)m * 8 * n + (size_t)e * n + j) * k + q] = v;
+            amax = fmax(amax, fabs(v));
+          }
+        double s = amax / 448;
+        hbuf_set(&ws[m], ((size_t)e * nb) * kb + b, s);
+        for (int j = 0; j < n; j++)
+          for (int q = b * KB; q < (b + 1) * KB; q++)
+            hbuf_set(&w[m], ((size_t)e * n + j) * k + q, wf[((size_t)m * 8 * n + (size_t)e * n + j) * k + q] / s);
+      }
+  HBuf out = hbuf_new("f32", bound * n, "out");
+  hbuf_poison(&out);
+  const char *defs[] = {"T", "f32", "GATED", gated ? "true" : "false", "BLOCK_M", "64", "CONSUMERS", "1", NULL};
+  c = harness_compile("lang/std/moe.tile", "moe_gemm_ws_fp8", defs);
+  tc_arg fa[12] = {{.p = out.data, .shape = {(int64_t)bound, n}, .strides = {n, 1}},
+                   {.p = xq.data, .shape = {(int64_t)bound, k}, .strides = {k, 1}},
+                   {.p = xs.data},
+                   {.p = w[0].data, .shape = {8 * n, k}, .strides = {k, 1}},
+                   {.p = ws[0].data},
+                   {.p = w[1].data, .shape = {8 * n, k}, .strides = {k, 1}},
+                   {.p = ws[1].data},
+                   {.p = pm.offsets.data}, {.p = pm.tile_expert.data}, {.i = 8}, {.i = n}, {.i = k}};
+  const HBuf *fb[] = {&out, &xq, &xs, &w[0], &ws[0], &w[1], &ws[1], &pm.offsets, &pm.tile_expert};
+  harness_run(c, (int64_t[3]){4, 1, 1}, fa, 12, fb, 9);
+  tc_free(c);
+  double *want = calloc(rows * n, sizeof(double)), *exact = calloc(rows * n, sizeof(double));
+  for (int e = 0; e < 8; e++)
+    for (size_t row = (size_t)hbuf_get(&pm.offsets, e); row < (size_t)hbuf_get(&pm.offsets, e + 1); row++) {
+      int tok = (int)hbuf_get(&pm.token_of, row);
+      if (tok < 0) continue;
+      for (int j = 0; j < n; j++) {
+        double dq[2] = {0, 0}, ex[2] = {0, 0};
+        for (int m = 0; m < 2; m++)
+          for (int q = 0; q < k; q++) {
+            double a = hbuf_get(&xq, row * k + q) * hbuf_get(&xs, row * kb + q / KB);
+            double b = hbuf_get(&w[m], ((size_t)e * n + j) * k + q) * hbuf_get(&ws[m], (size_t)e * nb * kb + q / KB);
+            dq[m] += a * b;
+            ex[m] += hbuf_get(&x, (size_t)tok * k + q) * wf[((size_t)m * 8 * n + (size_t)e * n + j) * k + q];
+          }
+        want[row * n + j] = gated ? act_ref(dq[0], 4) * dq[1] : dq[0];
+        exact[row * n + j] = gated ? act_ref(ex[0], 4) * ex[1] : ex[0];
+      }
+    }
+  double e1 = rel_error(&out, want, rows * n), e2 = rel_error(&out, exact, rows * n);
+  cr_expect_lt(e1, F32_TOL * 10, "fp8 grouped gemm (gated %d) against the dequantized operands: %g", gated, e1);
+  cr_expect_lt(e2, 5e-2, "fp8 grouped gemm (gated %d) against the unquantized operands: %g", gated, e2);
+  cr_expect_gt(hbuf_get(&xs, (size_t)hbuf_get(&pm.offsets, 0) * kb + 1), 5 * hbuf_get(&xs, (size_t)hbuf_get(&pm.offsets, 0) * kb),
+               "the second block's scale is the larger");
+  free(want), free(exact), free(wf);
+  perm_free(&pm);
+  HBuf *all[] = {&logits, &ids, &wts, &x, &xp, &xq, &xs, &w[0], &w[1], &ws[0], &ws[1], &out};
+  for (int i = 0; i < 12; i++) hbuf_free(all[i]);
+}
+
+Test(moe, grouped_gemm_fp8_block_scales) { check_grouped_gemm_fp8(false, 122); }
+Test(moe, grouped_gemm_fp8_block_scales_gated) { check_grouped_gemm_fp8(true, 123); }
