@@ -233,7 +233,8 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
     report(c, "GPU back end", err);
     return false;
   }
-  GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name};
+  GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name, c->diags.files,
+                     c->diags.nfiles};
   LLVMContextRef ctx = LLVMContextCreate();
   StrBuf sb;
   sb_init(&sb);

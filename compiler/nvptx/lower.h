@@ -68,8 +68,12 @@ typedef struct GpuOptions {
   /* For the test of the mode above: drop the transaction count of every
    * TMA barrier, so that waits never complete. */
   bool break_barriers;
-  /* The .tile file, named by a failing device_assert (NULL: none). */
+  /* The .tile file, named by a failing device_assert (NULL: none), and
+   * every source of the compilation by SrcLoc.file (imports; NULL: only
+   * source_name), so that an assert from an imported file names it. */
   const char *source_name;
+  const Source *const *files;
+  int nfiles;
 } GpuOptions;
 
 /* A kernel ready to lower: its lowered IR (a copy of the tile IR, with

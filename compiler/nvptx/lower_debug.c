@@ -127,7 +127,10 @@ static void print_element(Lower *L, void *p) {
   LLVMTypeRef fty = LLVMFunctionType(L->t_void, pt, 5, 0);
   LLVMValueRef fn = LLVMGetNamedFunction(L->mod, "__assertfail");
   if (!fn) fn = LLVMAddFunction(L->mod, "__assertfail", fty);
-  const char *file = L->opt->source_name ? L->opt->source_name : "";
+  uint32_t fi = c->op->loc.file;
+  const char *file = fi && (int)fi < L->opt->nfiles ? L->opt->files[fi]->name
+                     : L->opt->source_name            ? L->opt->source_name
+                                                      : "";
   LLVMValueRef args[5] = {
       LLVMBuildAddrSpaceCast(L->b, LLVMBuildGlobalStringPtr(L->b, c->op->text ? c->op->text : "", "tile_assert"), gptr, ""),
       LLVMBuildAddrSpaceCast(L->b, LLVMBuildGlobalStringPtr(L->b, file, "tile_file"), gptr, ""),

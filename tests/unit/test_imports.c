@@ -219,3 +219,27 @@ Test(imports, the_standard_library_from_a_user_kernel) {
   }
   tc_free(c);
 }
+
+/* A device_assert in an imported function names the imported file when it
+ * fails on the GPU (the __assertfail call's file argument). Needs the GPU
+ * back end (skipped in a build without LLVM). */
+Test(imports, a_gpu_assert_names_the_imported_file) {
+  make_dir();
+  put("checks.tile", "fn positive(x) {\n    device_assert(x > 0.0, \"not positive\");\n    return x;\n}\n");
+  tc_compilation *c = compile_main("import \"checks.tile\";\n"
+                                   "kernel k(out: *f32, x: *f32) { let i = arange(0, 128); "
+                                   "store(out + i, checks.positive(load(x + i))); }\n",
+                                   NULL, 0);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  if (!tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE})) {
+    tc_free(c);
+    cr_skip_test("no GPU back end in this build");
+  }
+  char *ll = tc_emit(c, TC_EMIT_LLVM);
+  cr_assert(ll);
+  char want[128];
+  snprintf(want, sizeof want, "%s/checks.tile", dir);
+  cr_expect(strstr(ll, want), "the assert's file is not %s", want);
+  free(ll);
+  tc_free(c);
+}
