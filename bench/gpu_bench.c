@@ -1161,6 +1161,42 @@ static void bench_compile(Gpu *g) {
   bench_jit(g);
 }
 
+/* A JSON string: quotes, backslashes and control bytes escaped. */
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+/* TILE_BENCH_JSON=PATH: the final table also as JSON, for bench/plot.py:
+ * {"device": ..., "rows": [{"name", "value", "unit", "anchor", "ratio"}]}
+ * (anchor 0: measured by an anchor script, not here). */
+static void write_json(const Gpu *g, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    printf("TILE_BENCH_JSON: cannot write %s\n", path);
+    return;
+  }
+  fputs("{\"device\": ", f);
+  json_string(f, g->props.name);
+  fputs(", \"rows\": [", f);
+  for (int i = 0; i < nrows; i++) {
+    fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
+    json_string(f, rows[i].name);
+    fprintf(f, ", \"value\": %.6g, \"unit\": ", rows[i].value);
+    json_string(f, rows[i].unit);
+    fprintf(f, ", \"anchor\": %.6g, \"ratio\": %.6g}", rows[i].anchor, rows[i].ratio);
+  }
+  fputs("\n]}\n", f);
+  if (fclose(f) != 0) printf("TILE_BENCH_JSON: cannot write %s\n", path);
+  else printf("rows written to %s\n", path);
+}
+
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
  * launch, attention, mlp, compile; `bench gemm MxNxK` runs one of the
  * GEMM shapes only (for a profiler). */
@@ -1185,6 +1221,8 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");
   for (int i = 0; i < nrows; i++)
     printf("| %s | %.2f %s | %.2f | %.3f |\n", rows[i].name, rows[i].value, rows[i].unit, rows[i].anchor, rows[i].ratio);
+  const char *json = getenv("TILE_BENCH_JSON");
+  if (json && *json) write_json(&g, json);
   gpu_close(&g);
   return 0;
 }
