@@ -89,6 +89,8 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_fp8.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
+    {"lang/std/paged_decode.tile", {NULL}},
+    {"lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "1", NULL}},
     {"tests/kernels/vector_add.tile", {NULL}},
     {"tests/kernels/vector_add.tile", {"T", "bf16", NULL}},
     {"tests/kernels/vector_add.tile", {"T", "i32", NULL}},

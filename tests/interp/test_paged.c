@@ -1,0 +1,142 @@
+/* test_paged.c - lang/std/paged_decode.tile in the interpreter: decode
+ * attention over a paged KV cache against float64 on the gathered
+ * (contiguous) keys and values: ragged sequence lengths with the last page
+ * partly filled, pages in a shuffled order, GQA ratios 1 and 4, NHD and
+ * HND strides, one split and several (with the merge kernel); outputs
+ * poisoned first. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define BF16_TOL 1e-2
+#define LSE_TOL 1e-3
+
+typedef struct Decode {
+  int batch, heads, kv_heads, page, splits;
+  bool hnd;                /* HND strides (else NHD) */
+  const int *lens;         /* batch entries */
+} Decode;
+
+enum { D = 64 };
+
+static void check_decode(const Decode *c, uint64_t seed) {
+  Rng rng = {seed};
+  int total_pages = 0, *npages = calloc((size_t)c->batch, sizeof(int));
+  for (int b = 0; b < c->batch; b++) npages[b] = (c->lens[b] + c->page - 1) / c->page, total_pages += npages[b];
+  /* the pages of all sequences in a shuffled order, plus 3 unused ones */
+  int pool = total_pages + 3;
+  int *perm = malloc(sizeof(int) * (size_t)pool);
+  for (int i = 0; i < pool; i++) perm[i] = i;
+  for (int i = pool - 1; i > 0; i--) {
+    int j = (int)rng_uniform(&rng, 0, i + 1);
+    int t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  HBuf ids = hbuf_new("i32", (size_t)total_pages, "page_ids"), indptr = hbuf_new("i32", (size_t)c->batch + 1, "indptr");
+  HBuf lens = hbuf_new("i32", (size_t)c->batch, "kv_len");
+  for (int b = 0, at = 0; b < c->batch; b++) {
+    hbuf_set(&indptr, b, at);
+    hbuf_set(&lens, b, c->lens[b]);
+    for (int p = 0; p < npages[b]; p++, at++) hbuf_set(&ids, at, perm[at]);
+  }
+  hbuf_set(&indptr, c->batch, total_pages);
+  size_t page_elems = (size_t)c->page * c->kv_heads * D;
+  HBuf kc = hbuf_new("bf16", (size_t)pool * page_elems, "k_cache"), vc = hbuf_new("bf16", (size_t)pool * page_elems, "v_cache");
+  hbuf_fill_uniform(&kc, &rng, -1, 1), hbuf_fill_uniform(&vc, &rng, -1, 1);
+  HBuf q = hbuf_new("bf16", (size_t)c->batch * c->heads * D, "q");
+  hbuf_fill_uniform(&q, &rng, -1, 1);
+  HBuf out = hbuf_new("bf16", (size_t)c->batch * c->heads * D, "out"), lse = hbuf_new("f32", (size_t)c->batch * c->heads, "lse");
+  HBuf po = hbuf_new("f32", (size_t)c->splits * c->batch * c->heads * D, "part_out");
+  HBuf pl = hbuf_new("f32", (size_t)c->splits * c->batch * c->heads, "part_lse");
+  hbuf_poison(&out), hbuf_poison(&lse), hbuf_poison(&po), hbuf_poison(&pl);
+  int64_t stride_page = (int64_t)page_elems, stride_slot = c->hnd ? D : c->kv_heads * D,
+          stride_head = c->hnd ? c->page * D : D;
+  double scale = 1 / sqrt((double)D);
+  char page[16];
+  snprintf(page, sizeof page, "%d", c->page);
+  tc_compilation *k =
+      harness_compile("lang/std/paged_decode.tile", "paged_decode", (const char *const[]){"HEAD_DIM", "64", "PAGE", page, NULL});
+  tc_arg a[17] = {{.p = out.data},     {.p = lse.data},    {.p = po.data},      {.p = pl.data},
+                  {.p = q.data},       {.p = kc.data},     {.p = vc.data},      {.p = ids.data},
+                  {.p = indptr.data},  {.p = lens.data},   {.i = c->batch},     {.i = c->heads},
+                  {.i = c->kv_heads},  {.f = scale},       {.i = stride_page},  {.i = stride_slot},
+                  {.i = stride_head}};
+  const HBuf *bufs[] = {&out, &lse, &po, &pl, &q, &kc, &vc, &ids, &indptr, &lens};
+  harness_run(k, (int64_t[3]){c->kv_heads, c->batch, c->splits}, a, 17, bufs, 10);
+  tc_free(k);
+  if (c->splits > 1) {
+    k = harness_compile("lang/std/paged_decode.tile", "paged_decode_merge", (const char *const[]){"HEAD_DIM", "64", NULL});
+    tc_arg m[7] = {{.p = out.data}, {.p = lse.data}, {.p = po.data}, {.p = pl.data},
+                   {.i = c->batch}, {.i = c->heads}, {.i = c->splits}};
+    const HBuf *mb[] = {&out, &lse, &po, &pl};
+    harness_run(k, (int64_t[3]){c->batch * c->heads, 1, 1}, m, 7, mb, 4);
+    tc_free(k);
+  }
+  /* float64 on the gathered keys and values */
+  double *want = calloc((size_t)c->batch * c->heads * D, sizeof(double));
+  double *want_lse = calloc((size_t)c->batch * c->heads, sizeof(double));
+  int group = c->heads / c->kv_heads;
+  for (int b = 0; b < c->batch; b++) {
+    int n = c->lens[b], first = (int)hbuf_get(&indptr, b);
+    double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int h = 0; h < c->heads; h++) {
+      int g = h / group;
+      double mx = -INFINITY;
+      for (int t = 0; t < n; t++) {
+        int page = (int)hbuf_get(&ids, first + t / c->page);
+        size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
+        double dotp = 0;
+        for (int e = 0; e < D; e++) dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * hbuf_get(&kc, at + e);
+        s[t] = dotp * scale, mx = fmax(mx, s[t]);
+      }
+      double sum = 0;
+      for (int t = 0; t < n; t++) s[t] = exp(s[t] - mx), sum += s[t];
+      for (int t = 0; t < n; t++) {
+        int page = (int)hbuf_get(&ids, first + t / c->page);
+        size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
+        for (int e = 0; e < D; e++) want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * hbuf_get(&vc, at + e);
+      }
+      want_lse[(size_t)b * c->heads + h] = mx + log(sum);
+    }
+    free(s);
+  }
+  double err = rel_error(&out, want, out.n);
+  cr_expect_lt(err, BF16_TOL, "decode (batch %d, heads %d/%d, page %d, splits %d, %s): out error %g", c->batch, c->heads,
+               c->kv_heads, c->page, c->splits, c->hnd ? "HND" : "NHD", err);
+  for (size_t i = 0; i < lse.n; i++)
+    cr_expect(fabs(hbuf_get(&lse, i) - want_lse[i]) <= LSE_TOL * fmax(1, fabs(want_lse[i])), "lse[%zu] = %g, want %g", i,
+              hbuf_get(&lse, i), want_lse[i]);
+  free(want), free(want_lse), free(npages), free(perm);
+  HBuf *all[] = {&ids, &indptr, &lens, &kc, &vc, &q, &out, &lse, &po, &pl};
+  for (int i = 0; i < 10; i++) hbuf_free(all[i]);
+}
+
+static const int ragged[] = {1, 17, 200, 64, 131};
+
+Test(paged_decode, ragged_lengths_one_split_gqa_1) {
+  Decode c = {5, 4, 4, 16, 1, false, ragged};
+  check_decode(&c, 1);
+}
+
+Test(paged_decode, gqa_4_hnd_pages_of_32) {
+  Decode c = {5, 8, 2, 32, 1, true, ragged};
+  check_decode(&c, 2);
+}
+
+Test(paged_decode, split_kv_with_the_merge) {
+  Decode c = {5, 8, 2, 16, 4, false, ragged};
+  check_decode(&c, 3);
+  static const int long_one[] = {700};
+  Decode one = {1, 4, 1, 64, 7, true, long_one}; /* batch 1, pages of 64, GQA 4, 7 splits */
+  check_decode(&one, 4);
+}
+
+Test(paged_decode, pages_of_one_token) {
+  static const int lens[] = {3, 40};
+  Decode c = {2, 2, 1, 1, 2, false, lens};
+  check_decode(&c, 5);
+}
