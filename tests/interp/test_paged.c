@@ -140,3 +140,54 @@ Test(paged_decode, pages_of_one_token) {
   Decode c = {2, 2, 1, 1, 2, false, lens};
   check_decode(&c, 5);
 }
+
+/* paged_append: new tokens of three sequences (2, 0 and 5 new, one
+ * crossing into a new page) land in their slots, for every KV head (HND
+ * strides), and no other element of the cache changes. */
+Test(paged_append, tokens_land_in_their_slots_and_nothing_else_changes) {
+  enum { PAGE = 4, HEADS = 2, POOL = 8 };
+  Rng rng = {9};
+  /* sequence 0: pages {5, 1}, 3 tokens before; sequence 1: page {0}, 1 token; sequence 2: pages {2, 7, 4}, 6 tokens */
+  const int page_ids_v[] = {5, 1, 0, 2, 7, 4}, indptr_v[] = {0, 2, 3, 6}, before[] = {3, 1, 6}, added[] = {2, 0, 5};
+  HBuf ids = hbuf_new("i32", 6, "page_ids"), indptr = hbuf_new("i32", 4, "indptr");
+  for (int i = 0; i < 6; i++) hbuf_set(&ids, i, page_ids_v[i]);
+  for (int i = 0; i < 4; i++) hbuf_set(&indptr, i, indptr_v[i]);
+  int n = 7;
+  HBuf bi = hbuf_new("i32", (size_t)n, "batch_idx"), pos = hbuf_new("i32", (size_t)n, "pos");
+  for (int b = 0, i = 0; b < 3; b++)
+    for (int j = 0; j < added[b]; j++, i++) hbuf_set(&bi, i, b), hbuf_set(&pos, i, before[b] + j);
+  size_t page_elems = (size_t)PAGE * HEADS * D;
+  HBuf kc = hbuf_new("f32", POOL * page_elems, "k_cache"), vc = hbuf_new("f32", POOL * page_elems, "v_cache");
+  HBuf kn = hbuf_new("f32", (size_t)n * HEADS * D, "k_new"), vn = hbuf_new("f32", (size_t)n * HEADS * D, "v_new");
+  hbuf_fill_uniform(&kc, &rng, -1, 1), hbuf_fill_uniform(&vc, &rng, -1, 1);
+  hbuf_fill_uniform(&kn, &rng, 2, 3), hbuf_fill_uniform(&vn, &rng, 4, 5);
+  double *k0 = malloc(sizeof(double) * kc.n), *v0 = malloc(sizeof(double) * vc.n);
+  for (size_t i = 0; i < kc.n; i++) k0[i] = hbuf_get(&kc, i), v0[i] = hbuf_get(&vc, i);
+  char page[8];
+  snprintf(page, sizeof page, "%d", PAGE);
+  tc_compilation *c = harness_compile("lang/std/paged_decode.tile", "paged_append",
+                                      (const char *const[]){"T", "f32", "HEAD_DIM", "64", "PAGE", page, NULL});
+  int64_t stride_page = (int64_t)page_elems, stride_slot = D, stride_head = PAGE * D; /* HND */
+  tc_arg a[13] = {{.p = kc.data}, {.p = vc.data}, {.p = kn.data}, {.p = vn.data}, {.p = bi.data},
+                  {.p = pos.data}, {.p = ids.data}, {.p = indptr.data}, {.i = n}, {.i = HEADS},
+                  {.i = stride_page}, {.i = stride_slot}, {.i = stride_head}};
+  const HBuf *bufs[] = {&kc, &vc, &kn, &vn, &bi, &pos, &ids, &indptr};
+  harness_run(c, (int64_t[3]){1, 1, 1}, a, 13, bufs, 8);
+  tc_free(c);
+  /* what the cache must hold now */
+  for (int i = 0; i < n; i++) {
+    int b = (int)hbuf_get(&bi, i), p = (int)hbuf_get(&pos, i);
+    int pg = page_ids_v[indptr_v[b] + p / PAGE];
+    for (int g = 0; g < HEADS; g++)
+      for (int e = 0; e < D; e++) {
+        size_t at = (size_t)pg * page_elems + (size_t)(p % PAGE) * stride_slot + (size_t)g * stride_head + e;
+        k0[at] = hbuf_get(&kn, ((size_t)i * HEADS + g) * D + e), v0[at] = hbuf_get(&vn, ((size_t)i * HEADS + g) * D + e);
+      }
+  }
+  int wrong = 0;
+  for (size_t i = 0; i < kc.n; i++) wrong += hbuf_get(&kc, i) != k0[i] || hbuf_get(&vc, i) != v0[i];
+  cr_expect_eq(wrong, 0, "%d elements of the caches differ from the expected", wrong);
+  free(k0), free(v0);
+  HBuf *all[] = {&ids, &indptr, &bi, &pos, &kc, &vc, &kn, &vn};
+  for (int i = 0; i < 8; i++) hbuf_free(all[i]);
+}
