@@ -14,11 +14,15 @@
 
 #define BF16_TOL 1e-2
 #define LSE_TOL 1e-3
+/* an fp8 cache: keys and values are dequantized into bf16 (one more
+ * rounding than the float64 reference makes) */
+#define LSE_TOL_FP8 1e-2
 
 typedef struct Decode {
   int batch, heads, kv_heads, page, splits;
   bool hnd;                /* HND strides (else NHD) */
   const int *lens;         /* batch entries */
+  bool fp8;                /* an e4m3 cache with per-head scales */
 } Decode;
 
 enum { D = 64 };
@@ -45,8 +49,13 @@ static void check_decode(const Decode *c, uint64_t seed) {
   }
   hbuf_set(&indptr, c->batch, total_pages);
   size_t page_elems = (size_t)c->page * c->kv_heads * D;
-  HBuf kc = hbuf_new("bf16", (size_t)pool * page_elems, "k_cache"), vc = hbuf_new("bf16", (size_t)pool * page_elems, "v_cache");
-  hbuf_fill_uniform(&kc, &rng, -1, 1), hbuf_fill_uniform(&vc, &rng, -1, 1);
+  const char *kv_type = c->fp8 ? "f8e4m3" : "bf16";
+  HBuf kc = hbuf_new(kv_type, (size_t)pool * page_elems, "k_cache"), vc = hbuf_new(kv_type, (size_t)pool * page_elems, "v_cache");
+  /* fp8: stored values up to 400 (e4m3's range), scales bring them to about 1 */
+  hbuf_fill_uniform(&kc, &rng, c->fp8 ? -400 : -1, c->fp8 ? 400 : 1);
+  hbuf_fill_uniform(&vc, &rng, c->fp8 ? -400 : -1, c->fp8 ? 400 : 1);
+  HBuf ks = hbuf_new("f32", (size_t)2 * c->kv_heads, "kv_scale");
+  for (int g = 0; g < 2 * c->kv_heads; g++) hbuf_set(&ks, g, c->fp8 ? (1 + g) / 400.0 : 1.0);
   HBuf q = hbuf_new("bf16", (size_t)c->batch * c->heads * D, "q");
   hbuf_fill_uniform(&q, &rng, -1, 1);
   HBuf out = hbuf_new("bf16", (size_t)c->batch * c->heads * D, "out"), lse = hbuf_new("f32", (size_t)c->batch * c->heads, "lse");
@@ -58,15 +67,15 @@ static void check_decode(const Decode *c, uint64_t seed) {
   double scale = 1 / sqrt((double)D);
   char page[16];
   snprintf(page, sizeof page, "%d", c->page);
-  tc_compilation *k =
-      harness_compile("lang/std/paged_decode.tile", "paged_decode", (const char *const[]){"HEAD_DIM", "64", "PAGE", page, NULL});
-  tc_arg a[17] = {{.p = out.data},     {.p = lse.data},    {.p = po.data},      {.p = pl.data},
-                  {.p = q.data},       {.p = kc.data},     {.p = vc.data},      {.p = ids.data},
-                  {.p = indptr.data},  {.p = lens.data},   {.i = c->batch},     {.i = c->heads},
-                  {.i = c->kv_heads},  {.f = scale},       {.i = stride_page},  {.i = stride_slot},
-                  {.i = stride_head}};
-  const HBuf *bufs[] = {&out, &lse, &po, &pl, &q, &kc, &vc, &ids, &indptr, &lens};
-  harness_run(k, (int64_t[3]){c->kv_heads, c->batch, c->splits}, a, 17, bufs, 10);
+  const char *defs[] = {"HEAD_DIM", "64", "PAGE", page, "KV", kv_type, "SCALED", c->fp8 ? "true" : "false", NULL};
+  tc_compilation *k = harness_compile("lang/std/paged_decode.tile", "paged_decode", defs);
+  tc_arg a[18] = {{.p = out.data},     {.p = lse.data},    {.p = po.data},      {.p = pl.data},
+                  {.p = q.data},       {.p = kc.data},     {.p = vc.data},      {.p = ks.data},
+                  {.p = ids.data},     {.p = indptr.data}, {.p = lens.data},    {.i = c->batch},
+                  {.i = c->heads},     {.i = c->kv_heads}, {.f = scale},        {.i = stride_page},
+                  {.i = stride_slot},  {.i = stride_head}};
+  const HBuf *bufs[] = {&out, &lse, &po, &pl, &q, &kc, &vc, &ks, &ids, &indptr, &lens};
+  harness_run(k, (int64_t[3]){c->kv_heads, c->batch, c->splits}, a, 18, bufs, 11);
   tc_free(k);
   if (c->splits > 1) {
     k = harness_compile("lang/std/paged_decode.tile", "paged_decode_merge", (const char *const[]){"HEAD_DIM", "64", NULL});
@@ -90,7 +99,8 @@ static void check_decode(const Decode *c, uint64_t seed) {
         int page = (int)hbuf_get(&ids, first + t / c->page);
         size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
         double dotp = 0;
-        for (int e = 0; e < D; e++) dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * hbuf_get(&kc, at + e);
+        for (int e = 0; e < D; e++)
+          dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * hbuf_get(&kc, at + e) * hbuf_get(&ks, 2 * g);
         s[t] = dotp * scale, mx = fmax(mx, s[t]);
       }
       double sum = 0;
@@ -98,7 +108,8 @@ static void check_decode(const Decode *c, uint64_t seed) {
       for (int t = 0; t < n; t++) {
         int page = (int)hbuf_get(&ids, first + t / c->page);
         size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
-        for (int e = 0; e < D; e++) want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * hbuf_get(&vc, at + e);
+        for (int e = 0; e < D; e++)
+          want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * hbuf_get(&vc, at + e) * hbuf_get(&ks, 2 * g + 1);
       }
       want_lse[(size_t)b * c->heads + h] = mx + log(sum);
     }
@@ -108,36 +119,43 @@ static void check_decode(const Decode *c, uint64_t seed) {
   cr_expect_lt(err, BF16_TOL, "decode (batch %d, heads %d/%d, page %d, splits %d, %s): out error %g", c->batch, c->heads,
                c->kv_heads, c->page, c->splits, c->hnd ? "HND" : "NHD", err);
   for (size_t i = 0; i < lse.n; i++)
-    cr_expect(fabs(hbuf_get(&lse, i) - want_lse[i]) <= LSE_TOL * fmax(1, fabs(want_lse[i])), "lse[%zu] = %g, want %g", i,
-              hbuf_get(&lse, i), want_lse[i]);
+    cr_expect(fabs(hbuf_get(&lse, i) - want_lse[i]) <= (c->fp8 ? LSE_TOL_FP8 : LSE_TOL) * fmax(1, fabs(want_lse[i])),
+              "lse[%zu] = %g, want %g", i, hbuf_get(&lse, i), want_lse[i]);
   free(want), free(want_lse), free(npages), free(perm);
-  HBuf *all[] = {&ids, &indptr, &lens, &kc, &vc, &q, &out, &lse, &po, &pl};
-  for (int i = 0; i < 10; i++) hbuf_free(all[i]);
+  HBuf *all[] = {&ids, &indptr, &lens, &kc, &vc, &ks, &q, &out, &lse, &po, &pl};
+  for (int i = 0; i < 11; i++) hbuf_free(all[i]);
 }
 
 static const int ragged[] = {1, 17, 200, 64, 131};
 
 Test(paged_decode, ragged_lengths_one_split_gqa_1) {
-  Decode c = {5, 4, 4, 16, 1, false, ragged};
+  Decode c = {5, 4, 4, 16, 1, false, ragged, false};
   check_decode(&c, 1);
 }
 
 Test(paged_decode, gqa_4_hnd_pages_of_32) {
-  Decode c = {5, 8, 2, 32, 1, true, ragged};
+  Decode c = {5, 8, 2, 32, 1, true, ragged, false};
   check_decode(&c, 2);
 }
 
 Test(paged_decode, split_kv_with_the_merge) {
-  Decode c = {5, 8, 2, 16, 4, false, ragged};
+  Decode c = {5, 8, 2, 16, 4, false, ragged, false};
   check_decode(&c, 3);
   static const int long_one[] = {700};
-  Decode one = {1, 4, 1, 64, 7, true, long_one}; /* batch 1, pages of 64, GQA 4, 7 splits */
+  Decode one = {1, 4, 1, 64, 7, true, long_one, false}; /* batch 1, pages of 64, GQA 4, 7 splits */
   check_decode(&one, 4);
+}
+
+/* an e4m3 cache with per-head scales, dequantized in registers; the
+ * reference uses the same (rounded) stored values times the scales */
+Test(paged_decode, fp8_cache_with_per_head_scales) {
+  Decode c = {5, 8, 2, 16, 3, false, ragged, true};
+  check_decode(&c, 6);
 }
 
 Test(paged_decode, pages_of_one_token) {
   static const int lens[] = {3, 40};
-  Decode c = {2, 2, 1, 1, 2, false, lens};
+  Decode c = {2, 2, 1, 1, 2, false, lens, false};
   check_decode(&c, 5);
 }
 
