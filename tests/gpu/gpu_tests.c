@@ -317,6 +317,23 @@ static void prepare_gpu_regressions(DBuf *bufs, int n) {
   dbuf_set(b, 2, -3), dbuf_set(b, 9, -128), dbuf_set(b, 32, 1);
 }
 
+/* lang/std/paged_decode.tile's cache: 5 sequences of PAGED_LENS tokens in
+ * pages of 16 (29 pages, ids (7 i) % 32 of a pool of 32: shuffled and
+ * distinct), the last pages partly filled. */
+#define PAGED_BATCH 5
+#define PAGED_POOL 32
+static void prepare_paged(DBuf *bufs, int n) {
+  static const int lens[PAGED_BATCH] = {1, 17, 200, 64, 131};
+  DBuf *ids = buf(bufs, n, "page_ids"), *indptr = buf(bufs, n, "indptr"), *len = buf(bufs, n, "kv_len");
+  int at = 0;
+  for (int b = 0; b < PAGED_BATCH; b++) {
+    dbuf_set(indptr, (size_t)b, at);
+    dbuf_set(len, (size_t)b, lens[b]);
+    for (int p = 0; p < (lens[b] + 15) / 16; p++, at++) dbuf_set(ids, (size_t)at, (at * 7) % PAGED_POOL);
+  }
+  dbuf_set(indptr, PAGED_BATCH, at);
+}
+
 /* ---- the cases ---- */
 
 #define SC(nm, v) {nm, SCALAR, 0, 0, 0, v, 0}
@@ -340,6 +357,22 @@ static const Case cases[] = {
      {OUTB("row_scan", 40 * 50, 0), OUTB("col_scan", 40 * 50, 0), OUTB("ranks", 300, 0), OUTB("counts", 3, 0),
       INB("x", 40 * 50, -10, 10), INB("v", 300, 0, 8), INB("bytes", 300, 0, 8), SC("rows", 40), SC("cols", 50),
       SC("n", 300)}, NULL, NULL, 0, false},
+    {"paged_decode bf16 GQA 4, ragged pages (vs the interpreter)", "lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "16", NULL}, 2, NULL, PAGED_BATCH,
+     {OUTB("out", PAGED_BATCH * 8 * 64, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),
+      ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * 64, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * 64, -1, 1),
+      INB("v_cache", PAGED_POOL * 16 * 2 * 64, -1, 1), INB("kv_scale", 4, 1, 1), INB("page_ids", 29, 0, 1),
+      INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),
+      SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * 64), SC("stride_slot", 2 * 64),
+      SC("stride_head", 64)},
+     prepare_paged, NULL, 0, false},
+    {"paged_decode fp8 e4m3 cache with per-head scales", "lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", NULL}, 2, NULL, PAGED_BATCH,
+     {OUTB("out", PAGED_BATCH * 8 * 64, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),
+      ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * 64, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * 64, -400, 400),
+      INB("v_cache", PAGED_POOL * 16 * 2 * 64, -400, 400), INB("kv_scale", 4, 0.001, 0.005), INB("page_ids", 29, 0, 1),
+      INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),
+      SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * 64), SC("stride_slot", 2 * 64),
+      SC("stride_head", 64)},
+     prepare_paged, NULL, 0, false},
     {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
