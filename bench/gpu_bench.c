@@ -70,31 +70,6 @@ static void add_row(const char *name, double value, double anchor, const char *u
   fflush(stdout);
 }
 
-/* Median milliseconds of REPS timed calls of fn after WARMUP untimed ones;
- * -1 when a call fails. */
-static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
-  tile_event *a, *b;
-  tile_event_create(g->rt, &a);
-  tile_event_create(g->rt, &b);
-  bool ok = true;
-  for (int i = 0; ok && i < WARMUP; i++) ok = fn(ctx);
-  double t[REPS];
-  for (int i = 0; ok && i < REPS; i++) {
-    tile_event_record(a, NULL);
-    ok = fn(ctx);
-    tile_event_record(b, NULL);
-    tile_event_synchronize(b);
-    float ms;
-    tile_event_elapsed_ms(a, b, &ms);
-    t[i] = ms;
-  }
-  tile_event_destroy(a);
-  tile_event_destroy(b);
-  if (!ok) return -1;
-  qsort(t, REPS, sizeof(double), cmp_double);
-  return t[REPS / 2];
-}
-
 /* Times one call of fn into t[*n] (events around it); false when it fails. */
 static bool time_one(tile_event *a, tile_event *b, LaunchFn fn, void *ctx, double *t, int *n) {
   tile_event_record(a, NULL);
@@ -105,6 +80,24 @@ static bool time_one(tile_event *a, tile_event *b, LaunchFn fn, void *ctx, doubl
   tile_event_elapsed_ms(a, b, &ms);
   t[(*n)++] = ms;
   return ok;
+}
+
+/* Median milliseconds of REPS timed calls of fn after WARMUP untimed ones;
+ * -1 when a call fails. */
+static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
+  tile_event *a, *b;
+  tile_event_create(g->rt, &a);
+  tile_event_create(g->rt, &b);
+  bool ok = true;
+  for (int i = 0; ok && i < WARMUP; i++) ok = fn(ctx);
+  double t[REPS];
+  int n = 0;
+  for (int i = 0; ok && i < REPS; i++) ok = time_one(a, b, fn, ctx, t, &n);
+  tile_event_destroy(a);
+  tile_event_destroy(b);
+  if (!ok) return -1;
+  qsort(t, REPS, sizeof(double), cmp_double);
+  return t[REPS / 2];
 }
 
 /* Medians of fn_a's and fn_b's times, measured in PAIR_ROUNDS alternating

@@ -7,6 +7,7 @@
  * (which are always inlined). Types and shapes are checked later, during
  * specialization, when const parameters have values.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "../util/strmap.h"
@@ -118,6 +119,11 @@ static Symbol *declare_local(Resolver *r, const char *name, SrcLoc loc) {
   return s;
 }
 
+/* A qualified name that fits on the stack (longer ones, deep nesting of
+ * long namespaces, go to the arena): lookups in imported code happen for
+ * every name it uses, so they should not allocate. */
+#define RESOLVE_QUALIFIED_BYTES 512
+
 /* A name as seen from the current item: its locals, then its file's
  * namespace (an imported file's items are declared with their namespace
  * prefix), then the global names; an imported file does not see the
@@ -127,7 +133,9 @@ static Symbol *lookup(Resolver *r, const char *name) {
   if (e) return e->sym;
   const char *ns = r->item && r->item->ns ? r->item->ns : "";
   if (!*ns) return strmap_get(&r->globals, name);
-  Symbol *own = strmap_get(&r->globals, arena_printf(r->arena, "%s%s", ns, name));
+  char buf[RESOLVE_QUALIFIED_BYTES];
+  int n = snprintf(buf, sizeof buf, "%s%s", ns, name);
+  Symbol *own = strmap_get(&r->globals, n < (int)sizeof buf ? buf : arena_printf(r->arena, "%s%s", ns, name));
   if (own) return own;
   Symbol *global = strmap_get(&r->globals, name);
   return global && !global->item ? global : NULL;

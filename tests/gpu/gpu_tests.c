@@ -341,6 +341,17 @@ static void prepare_paged(DBuf *bufs, int n) {
 #define OUTB(nm, n, tol) {nm, OUT, n, 0, 0, 0, tol}
 #define ZEROB(nm, n, tol) {nm, ZERO, n, 0, 0, 0, tol}
 
+/* paged_decode's arguments (prepare_paged's cache: 2 KV heads, 8 query
+ * heads, d 64, pages of 16), stored K/V uniform in [lo, hi], per-head
+ * scales in [slo, shi]; split 1, so part_out and part_lse stay as they are. */
+#define PAGED_ARGS(lo, hi, slo, shi)                                                                                 \
+  {OUTB("out", PAGED_BATCH * 8 * 64, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),     \
+   ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * 64, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * 64, lo, hi), \
+   INB("v_cache", PAGED_POOL * 16 * 2 * 64, lo, hi), INB("kv_scale", 4, slo, shi), INB("page_ids", 29, 0, 1),         \
+   INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),   \
+   SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * 64), SC("stride_slot", 2 * 64),             \
+   SC("stride_head", 64)}
+
 static const Case cases[] = {
     {"vector_add f32", "tests/kernels/vector_add.tile", {"T", "f32", NULL}, 100003, "BLOCK", 0,
      {OUTB("z", 100003, 0), INB("x", 100003, -100, 100), INB("y", 100003, -100, 100), SC("n", 100003)}, NULL,
@@ -357,22 +368,12 @@ static const Case cases[] = {
      {OUTB("row_scan", 40 * 50, 0), OUTB("col_scan", 40 * 50, 0), OUTB("ranks", 300, 0), OUTB("counts", 3, 0),
       INB("x", 40 * 50, -10, 10), INB("v", 300, 0, 8), INB("bytes", 300, 0, 8), SC("rows", 40), SC("cols", 50),
       SC("n", 300)}, NULL, NULL, 0, false},
-    {"paged_decode bf16 GQA 4, ragged pages (vs the interpreter)", "lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "16", NULL}, 2, NULL, PAGED_BATCH,
-     {OUTB("out", PAGED_BATCH * 8 * 64, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),
-      ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * 64, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * 64, -1, 1),
-      INB("v_cache", PAGED_POOL * 16 * 2 * 64, -1, 1), INB("kv_scale", 4, 1, 1), INB("page_ids", 29, 0, 1),
-      INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),
-      SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * 64), SC("stride_slot", 2 * 64),
-      SC("stride_head", 64)},
-     prepare_paged, NULL, 0, false},
-    {"paged_decode fp8 e4m3 cache with per-head scales", "lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", NULL}, 2, NULL, PAGED_BATCH,
-     {OUTB("out", PAGED_BATCH * 8 * 64, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),
-      ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * 64, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * 64, -400, 400),
-      INB("v_cache", PAGED_POOL * 16 * 2 * 64, -400, 400), INB("kv_scale", 4, 0.001, 0.005), INB("page_ids", 29, 0, 1),
-      INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),
-      SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * 64), SC("stride_slot", 2 * 64),
-      SC("stride_head", 64)},
-     prepare_paged, NULL, 0, false},
+    {"paged_decode bf16 GQA 4, ragged pages (vs the interpreter)", "lang/std/paged_decode.tile",
+     {"HEAD_DIM", "64", "PAGE", "16", NULL}, 2, NULL, PAGED_BATCH, PAGED_ARGS(-1, 1, 1, 1), prepare_paged, NULL, 0,
+     false},
+    {"paged_decode fp8 e4m3 cache with per-head scales", "lang/std/paged_decode.tile",
+     {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", NULL}, 2, NULL, PAGED_BATCH,
+     PAGED_ARGS(-400, 400, 0.001, 0.005), prepare_paged, NULL, 0, false},
     {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
