@@ -4,6 +4,8 @@
 #define TILE_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "gpu_common.h"
 
@@ -17,6 +19,18 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
  * events around each call); -1 when a call fails. */
 typedef bool (*LaunchFn)(void *ctx);
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx);
+
+/* A device buffer of n elements: uniform in [-range, range] (a random
+ * pattern of FILL_PATTERN_ELEMS repeated by device copies, so that filling
+ * gigabytes takes seconds), or zeros for range 0. 0 on failure. */
+uint64_t bench_dev_fill(Gpu *g, const char *elem, size_t n, double range, uint64_t seed);
+
+/* The device-to-device copy's GB/s over buffers of `bytes` (read plus
+ * written bytes per second). */
+double bench_copy_gbps(Gpu *g, size_t bytes);
+
+/* decode_bench.c: paged decode attention at the anchor shapes. */
+void bench_decode(Gpu *g);
 
 /* attention_bench.c: the flash attention forwards and the backward at the
  * anchor shapes (../shared/ANCHORS.md). */

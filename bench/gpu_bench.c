@@ -155,6 +155,36 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
 
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx) { return time_ms(g, fn, ctx); }
 
+/* Random elements generated on the host per buffer; a longer buffer
+ * repeats them (device-to-device copies), so that filling the gigabytes of
+ * a Mixtral layer's weights takes seconds, not minutes. */
+#define FILL_PATTERN_ELEMS ((size_t)1 << 24)
+
+/* A device buffer of n elements: uniform in [-range, range] (a repeated
+ * random pattern), or zeros for range 0. 0 on failure. */
+uint64_t bench_dev_fill(Gpu *g, const char *elem, size_t n, double range, uint64_t seed) {
+  size_t m = n < FILL_PATTERN_ELEMS ? n : FILL_PATTERN_ELEMS;
+  DBuf b;
+  if (!dbuf_alloc(g, &b, "x", elem, m)) return 0;
+  size_t eb = b.elem_bytes;
+  uint64_t dev = 0;
+  bool ok = tile_mem_alloc(g->rt, n * eb, &dev) == TILE_OK;
+  if (ok && range > 0) {
+    Rng r = {seed};
+    dbuf_fill(&b, &r, -range, range);
+    ok = dbuf_upload(g, &b);
+    for (size_t off = 0; ok && off < n; off += m)
+      ok = tile_memcpy_dtod(g->rt, dev + off * eb, b.dev, (n - off < m ? n - off : m) * eb, NULL) == TILE_OK;
+  } else if (ok) {
+    ok = tile_memset_d8(g->rt, dev, 0, n * eb) == TILE_OK;
+  }
+  /* the copies are asynchronous: done before their source is freed */
+  ok = tile_synchronize(g->rt) == TILE_OK && ok;
+  dbuf_free(g, &b);
+  if (!ok && dev) tile_mem_free(g->rt, dev);
+  return ok ? dev : 0;
+}
+
 /* ---- the copy anchor ---- */
 
 typedef struct CopyCtx {
@@ -168,7 +198,7 @@ static bool do_copy(void *p) {
   return tile_memcpy_dtod(c->g->rt, c->dst, c->src, c->bytes, NULL) == TILE_OK;
 }
 
-static double copy_gbps(Gpu *g, size_t bytes) {
+double bench_copy_gbps(Gpu *g, size_t bytes) {
   CopyCtx c = {g, 0, 0, bytes};
   tile_mem_alloc(g->rt, bytes, &c.src);
   tile_mem_alloc(g->rt, bytes, &c.dst);
@@ -1191,14 +1221,14 @@ static void write_json(const Gpu *g, const char *path) {
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
- * launch, attention, mlp, compile; `bench gemm MxNxK` runs one of the
+ * launch, attention, decode, mlp, compile; `bench gemm MxNxK` runs one of the
  * GEMM shapes only (for a profiler). */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
   if (!gpu_open(&g, source_root)) return EXIT_SKIP;
   if (!only || !strcmp(only, "memory")) {
-    double copy = copy_gbps(&g, (size_t)1 << 30);
+    double copy = bench_copy_gbps(&g, (size_t)1 << 30);
     add_row("device-to-device copy, 1 GiB (GB/s)", copy, copy, "GB/s");
     bench_vector_add(&g, copy);
     const RowKernel softmax = {"softmax", "lang/std/softmax.tile", false};
@@ -1209,6 +1239,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   if (!only || !strcmp(only, "gemm")) bench_gemm(&g, only && argc > 1 ? argv[1] : NULL);
   if (!only || !strcmp(only, "launch")) bench_launch(&g);
   if (!only || !strcmp(only, "attention")) bench_attention(&g);
+  if (!only || !strcmp(only, "decode")) bench_decode(&g);
   if (!only || !strcmp(only, "mlp")) bench_mlp(&g);
   if (!only || !strcmp(only, "compile")) bench_compile(&g);
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");

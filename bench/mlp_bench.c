@@ -50,36 +50,6 @@ static bool run_layer(void *ctx) {
   return true;
 }
 
-/* Random elements generated on the host per buffer; a longer buffer
- * repeats them (device-to-device copies), so that filling the gigabytes of
- * a Mixtral layer's weights takes seconds, not minutes. */
-#define FILL_PATTERN_ELEMS ((size_t)1 << 24)
-
-/* A device buffer of n elements: uniform in [-range, range] (a repeated
- * random pattern), or zeros for range 0. 0 on failure. */
-static uint64_t dev_fill(Gpu *g, const char *elem, size_t n, double range, uint64_t seed) {
-  size_t m = n < FILL_PATTERN_ELEMS ? n : FILL_PATTERN_ELEMS;
-  DBuf b;
-  if (!dbuf_alloc(g, &b, "x", elem, m)) return 0;
-  size_t eb = b.elem_bytes;
-  uint64_t dev = 0;
-  bool ok = tile_mem_alloc(g->rt, n * eb, &dev) == TILE_OK;
-  if (ok && range > 0) {
-    Rng r = {seed};
-    dbuf_fill(&b, &r, -range, range);
-    ok = dbuf_upload(g, &b);
-    for (size_t off = 0; ok && off < n; off += m)
-      ok = tile_memcpy_dtod(g->rt, dev + off * eb, b.dev, (n - off < m ? n - off : m) * eb, NULL) == TILE_OK;
-  } else if (ok) {
-    ok = tile_memset_d8(g->rt, dev, 0, n * eb) == TILE_OK;
-  }
-  /* the copies are asynchronous: done before their source is freed */
-  ok = tile_synchronize(g->rt) == TILE_OK && ok;
-  dbuf_free(g, &b);
-  if (!ok && dev) tile_mem_free(g->rt, dev);
-  return ok ? dev : 0;
-}
-
 static void bench_swiglu(Gpu *g) {
   const int tokens = 8192, d = 4096, dff = 14336;
   Variant up, down;
@@ -87,9 +57,9 @@ static void bench_swiglu(Gpu *g) {
   bool ok = variant_build_kernel(g, "lang/std/mlp.tile", "mlp_gate_up", NULL, &up) &&
             variant_build_kernel(g, "lang/std/mlp.tile", "mlp_down", (const char *const[]){"RESIDUAL", "false", NULL},
                                  &down);
-  uint64_t x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 1), w1 = dev_fill(g, "bf16", (size_t)d * dff, 0.02, 2);
-  uint64_t w3 = dev_fill(g, "bf16", (size_t)d * dff, 0.02, 3), w2 = dev_fill(g, "bf16", (size_t)dff * d, 0.02, 4);
-  uint64_t h = dev_fill(g, "bf16", (size_t)tokens * dff, 0, 0), y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  uint64_t x = bench_dev_fill(g, "bf16", (size_t)tokens * d, 1, 1), w1 = bench_dev_fill(g, "bf16", (size_t)d * dff, 0.02, 2);
+  uint64_t w3 = bench_dev_fill(g, "bf16", (size_t)d * dff, 0.02, 3), w2 = bench_dev_fill(g, "bf16", (size_t)dff * d, 0.02, 4);
+  uint64_t h = bench_dev_fill(g, "bf16", (size_t)tokens * dff, 0, 0), y = bench_dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
   ok = ok && x && w1 && w3 && w2 && h && y;
   if (ok) {
     tile_tensor th = {h, 2, {tokens, dff}, {dff, 1}}, tx = {x, 2, {tokens, d}, {d, 1}};
@@ -126,15 +96,15 @@ static void bench_swiglu_fp8(Gpu *g) {
   for (int i = 0; i < 4 && ok; i++)
     ok = variant_build_kernel(g, "lang/std/mlp.tile", kn[i], i == 3 ? (const char *const[]){"RESIDUAL", "false", NULL} : NULL,
                               &v[i]);
-  uint64_t x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 11), xq = dev_fill(g, "f8e4m3", (size_t)tokens * d, 0, 0);
-  uint64_t xs = dev_fill(g, "f32", (size_t)tokens, 0, 0), hs = dev_fill(g, "f32", (size_t)tokens, 0, 0);
-  uint64_t w1 = dev_fill(g, "f8e4m3", (size_t)d * dff, 200, 12), w3 = dev_fill(g, "f8e4m3", (size_t)d * dff, 200, 13);
-  uint64_t w2 = dev_fill(g, "f8e4m3", (size_t)dff * d, 200, 14);
+  uint64_t x = bench_dev_fill(g, "bf16", (size_t)tokens * d, 1, 11), xq = bench_dev_fill(g, "f8e4m3", (size_t)tokens * d, 0, 0);
+  uint64_t xs = bench_dev_fill(g, "f32", (size_t)tokens, 0, 0), hs = bench_dev_fill(g, "f32", (size_t)tokens, 0, 0);
+  uint64_t w1 = bench_dev_fill(g, "f8e4m3", (size_t)d * dff, 200, 12), w3 = bench_dev_fill(g, "f8e4m3", (size_t)d * dff, 200, 13);
+  uint64_t w2 = bench_dev_fill(g, "f8e4m3", (size_t)dff * d, 200, 14);
   /* the weights' per-channel scales: positive, around 1e-4 */
-  uint64_t s1 = dev_fill(g, "f32", (size_t)dff, 0, 0), s3 = dev_fill(g, "f32", (size_t)dff, 0, 0);
-  uint64_t s2 = dev_fill(g, "f32", (size_t)d, 0, 0);
-  uint64_t h = dev_fill(g, "bf16", (size_t)tokens * dff, 0, 0), hq = dev_fill(g, "f8e4m3", (size_t)tokens * dff, 0, 0);
-  uint64_t y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  uint64_t s1 = bench_dev_fill(g, "f32", (size_t)dff, 0, 0), s3 = bench_dev_fill(g, "f32", (size_t)dff, 0, 0);
+  uint64_t s2 = bench_dev_fill(g, "f32", (size_t)d, 0, 0);
+  uint64_t h = bench_dev_fill(g, "bf16", (size_t)tokens * dff, 0, 0), hq = bench_dev_fill(g, "f8e4m3", (size_t)tokens * dff, 0, 0);
+  uint64_t y = bench_dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
   uint64_t bufs[] = {x, xq, xs, hs, w1, w3, w2, s1, s3, s2, h, hq, y};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok = ok && bufs[i];
   if (ok) { /* every channel's scale 1e-4 (dff >= d entries) */
@@ -193,12 +163,12 @@ static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top
                      .renormalize = true, .act = TILE_MLP_SWIGLU}};
   size_t ws_bytes = tile_moe_workspace_bytes(&c.p);
   bool ok = ws_bytes > 0 && tile_moe_create(g->rt, &c.m) == TILE_OK && tile_mem_alloc(g->rt, ws_bytes, &c.ws) == TILE_OK;
-  c.logits = dev_fill(g, "f32", (size_t)tokens * experts, 4, 5);
-  c.x = dev_fill(g, "bf16", (size_t)tokens * d, 1, 6);
-  c.w1 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 7);
-  c.w3 = dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 8);
-  c.w2 = dev_fill(g, "bf16", (size_t)experts * dff * d, 0.02, 9);
-  c.y = dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  c.logits = bench_dev_fill(g, "f32", (size_t)tokens * experts, 4, 5);
+  c.x = bench_dev_fill(g, "bf16", (size_t)tokens * d, 1, 6);
+  c.w1 = bench_dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 7);
+  c.w3 = bench_dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 8);
+  c.w2 = bench_dev_fill(g, "bf16", (size_t)experts * dff * d, 0.02, 9);
+  c.y = bench_dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
   uint64_t all[] = {c.logits, c.x, c.w1, c.w3, c.w2, c.y};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ok = ok && all[i];
   if (!ok) printf("  moe %s: setting up failed: %s\n", what, tile_last_error());

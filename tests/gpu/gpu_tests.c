@@ -344,13 +344,14 @@ static void prepare_paged(DBuf *bufs, int n) {
 /* paged_decode's arguments (prepare_paged's cache: 2 KV heads, 8 query
  * heads, d 64, pages of 16), stored K/V uniform in [lo, hi], per-head
  * scales in [slo, shi]; split 1, so part_out and part_lse stay as they are. */
-#define PAGED_ARGS(lo, hi, slo, shi)                                                                                 \
-  {OUTB("out", PAGED_BATCH * 8 * 64, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),     \
-   ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * 64, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * 64, lo, hi), \
-   INB("v_cache", PAGED_POOL * 16 * 2 * 64, lo, hi), INB("kv_scale", 4, slo, shi), INB("page_ids", 29, 0, 1),         \
+#define PAGED_ARGS_D(D, lo, hi, slo, shi)                                                                            \
+  {OUTB("out", PAGED_BATCH * 8 * D, BF16_TOL), OUTB("lse", PAGED_BATCH * 8, F32_TOL), ZEROB("part_out", 64, 0),      \
+   ZEROB("part_lse", 8, 0), INB("q", PAGED_BATCH * 8 * D, -1, 1), INB("k_cache", PAGED_POOL * 16 * 2 * D, lo, hi),   \
+   INB("v_cache", PAGED_POOL * 16 * 2 * D, lo, hi), INB("kv_scale", 4, slo, shi), INB("page_ids", 29, 0, 1),          \
    INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),   \
-   SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * 64), SC("stride_slot", 2 * 64),             \
-   SC("stride_head", 64)}
+   SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * D), SC("stride_slot", 2 * D),               \
+   SC("stride_head", D)}
+#define PAGED_ARGS(lo, hi, slo, shi) PAGED_ARGS_D(64, lo, hi, slo, shi)
 
 static const Case cases[] = {
     {"vector_add f32", "tests/kernels/vector_add.tile", {"T", "f32", NULL}, 100003, "BLOCK", 0,
@@ -371,6 +372,12 @@ static const Case cases[] = {
     {"paged_decode bf16 GQA 4, ragged pages (vs the interpreter)", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", NULL}, 2, NULL, PAGED_BATCH, PAGED_ARGS(-1, 1, 1, 1), prepare_paged, NULL, 0,
      false},
+    {"paged_decode bf16 d128, 4 warps, blocks of 16 tokens", "lang/std/paged_decode.tile",
+     {"HEAD_DIM", "128", "PAGE", "16", "WARPS", "4", "BLOCK_N", "16", NULL}, 2, NULL, PAGED_BATCH,
+     PAGED_ARGS_D(128, -1, 1, 1, 1), prepare_paged, NULL, 0, false},
+    {"paged_decode bf16 8 warps, blocks of 32 tokens", "lang/std/paged_decode.tile",
+     {"HEAD_DIM", "64", "PAGE", "16", "WARPS", "8", "BLOCK_N", "32", NULL}, 2, NULL, PAGED_BATCH,
+     PAGED_ARGS(-1, 1, 1, 1), prepare_paged, NULL, 0, false},
     {"paged_decode fp8 e4m3 cache with per-head scales", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", NULL}, 2, NULL, PAGED_BATCH,
      PAGED_ARGS(-400, 400, 0.001, 0.005), prepare_paged, NULL, 0, false},
@@ -441,6 +448,7 @@ int gpu_gemm_tests(Gpu *g, const char *only);
 int gpu_tma_tests(Gpu *g, const char *only);
 int gpu_attention_tests(Gpu *g, const char *only);
 int gpu_mlp_tests(Gpu *g, const char *only);
+int gpu_paged_tests(Gpu *g, const char *only);
 int gpu_jit_tests(Gpu *g, const char *only);
 int gpu_debug_tests(Gpu *g, const char *only);
 
@@ -464,6 +472,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
   gpu_tma_tests(&g, only);
   gpu_attention_tests(&g, only);
   gpu_mlp_tests(&g, only);
+  gpu_paged_tests(&g, only);
   gpu_jit_tests(&g, only);
   gpu_debug_tests(&g, only);
   gpu_gemm_tests(&g, only); /* last: its ping-pong cases, in the barrier debug mode */

@@ -1,0 +1,205 @@
+/* decode_bench.c - `tile-gpu bench decode`: decode attention over a paged
+ * KV cache (lang/std/paged_decode.tile through tile_paged.h) at the
+ * shapes of ../shared/ANCHORS.md and the issue: 32 query heads, d128, one
+ * query token per sequence, batch 64 at KV lengths 4k and 32k and batch 1
+ * at 32k, with 8 and 32 KV heads; pages of 16 tokens in a shuffled pool
+ * (NHD), every sequence full length. The figure is TB/s of K+V bytes read
+ * (batch * len * heads_kv * 128 * 2 elements), against the device copy
+ * measured here (read plus written bytes per second); the cuDNN decode
+ * anchor comes from bench/decode_anchor.py in the same run. The fp8 e4m3
+ * cache (per-head scales) is reported in tokens per second against the
+ * bf16 cache's at the same shape.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "tile_paged.h"
+
+#define DECODE_NAME_BYTES 160
+#define DECODE_HEADS 32
+#define DECODE_DIM 128
+#define DECODE_PAGE 16
+/* The copy anchor's buffer (far beyond L2). */
+#define DECODE_COPY_BYTES ((size_t)1 << 31)
+
+typedef struct DecodeShape {
+  int batch, heads_kv, len;
+} DecodeShape;
+
+static const DecodeShape shapes[] = {{64, 8, 4096}, {64, 8, 32768}, {64, 32, 4096},
+                                     {64, 32, 32768}, {1, 8, 32768},  {1, 32, 32768}};
+
+typedef struct DecodeCall {
+  const tile_paged *pg;
+  tile_paged_plan plan;
+  tile_paged_buffers buf;
+  const tile_kernel *k; /* a build of paged_decode run instead (one split), or NULL */
+  uint32_t grid[3];
+  tile_arg args[18];
+} DecodeCall;
+
+static bool do_decode(void *ctx) {
+  DecodeCall *c = ctx;
+  if (c->k) return tile_launch(c->k, c->grid, NULL, c->args, 18) == TILE_OK;
+  if (tile_paged_decode(c->pg, &c->plan, &c->buf, NULL) != TILE_OK) {
+    printf("  tile_paged_decode: %s\n", tile_last_error());
+    return false;
+  }
+  return true;
+}
+
+/* An i32 device array from host values. */
+static uint64_t dev_i32(Gpu *g, const int32_t *v, size_t n) {
+  uint64_t d = 0;
+  if (tile_mem_alloc(g->rt, n * 4, &d) != TILE_OK) return 0;
+  if (tile_memcpy_htod(g->rt, d, v, n * 4) != TILE_OK || tile_synchronize(g->rt) != TILE_OK) {
+    tile_mem_free(g->rt, d);
+    return 0;
+  }
+  return d;
+}
+
+/* Milliseconds of one decode step at shape s with the cache type kv; the
+ * buffers are made and freed here. */
+static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, tile_paged_kv_type kv, int *splits,
+                         const Variant *sweep, int nsweep, double *sweep_ms) {
+  size_t per_seq = (size_t)(s->len + DECODE_PAGE - 1) / DECODE_PAGE, pages = per_seq * (size_t)s->batch;
+  size_t elems = pages * DECODE_PAGE * (size_t)s->heads_kv * DECODE_DIM;
+  const char *elem = kv == TILE_PAGED_KV_E4M3 ? "f8e4m3" : "bf16";
+  double range = kv == TILE_PAGED_KV_E4M3 ? 200 : 1;
+  int32_t *ids = malloc(pages * sizeof *ids), *indptr = malloc(((size_t)s->batch + 1) * sizeof *indptr);
+  int32_t *lens = malloc((size_t)s->batch * sizeof *lens);
+  float scales[2 * DECODE_HEADS];
+  double ms = -1;
+  DecodeCall c = {.pg = pg};
+  uint64_t bufs[10] = {0};
+  if (!ids || !indptr || !lens) goto done;
+  Rng r = {(uint64_t)s->len * 131 + (uint64_t)s->heads_kv};
+  for (size_t i = 0; i < pages; i++) ids[i] = (int32_t)i;
+  for (size_t i = pages; i > 1; i--) { /* a shuffled pool */
+    size_t j = (size_t)rng_uniform(&r, 0, (double)i);
+    if (j >= i) j = i - 1;
+    int32_t t = ids[i - 1];
+    ids[i - 1] = ids[j], ids[j] = t;
+  }
+  for (int b = 0; b <= s->batch; b++) indptr[b] = (int32_t)((size_t)b * per_seq);
+  for (int b = 0; b < s->batch; b++) lens[b] = s->len;
+  for (int h = 0; h < 2 * s->heads_kv; h++) scales[h] = 1.0f / 200;
+  size_t rows = (size_t)s->batch * DECODE_HEADS;
+  bufs[0] = bench_dev_fill(g, elem, elems, range, 1);
+  bufs[1] = bench_dev_fill(g, elem, elems, range, 2);
+  bufs[2] = bench_dev_fill(g, "bf16", rows * DECODE_DIM, 1, 3);
+  bufs[3] = bench_dev_fill(g, "bf16", rows * DECODE_DIM, 0, 0);
+  bufs[4] = bench_dev_fill(g, "f32", rows, 0, 0);
+  bufs[5] = dev_i32(g, ids, pages);
+  bufs[6] = dev_i32(g, indptr, (size_t)s->batch + 1);
+  bufs[7] = dev_i32(g, lens, (size_t)s->batch);
+  bufs[8] = dev_i32(g, (const int32_t *)scales, 2 * (size_t)s->heads_kv); /* f32 bits */
+  for (int i = 0; i < 9; i++)
+    if (!bufs[i]) goto done;
+  tile_paged_problem p = {.batch = s->batch, .heads = DECODE_HEADS, .heads_kv = s->heads_kv, .head_dim = DECODE_DIM,
+                          .page_size = DECODE_PAGE, .kv_type = kv, .max_kv_len = s->len};
+  if (tile_paged_decode_plan(pg, &p, &c.plan) != TILE_OK) {
+    printf("  tile_paged_decode_plan: %s\n", tile_last_error());
+    goto done;
+  }
+  if (c.plan.workspace_bytes && tile_mem_alloc(g->rt, c.plan.workspace_bytes, &bufs[9]) != TILE_OK) goto done;
+  c.buf = (tile_paged_buffers){.out = bufs[3], .lse = bufs[4], .q = bufs[2], .k_cache = bufs[0], .v_cache = bufs[1],
+                               .kv_scale = bufs[8], .page_ids = bufs[5], .indptr = bufs[6], .kv_len = bufs[7],
+                               .workspace = bufs[9]};
+  *splits = c.plan.splits;
+  for (int i = 0; i < nsweep; i++) { /* other builds of the kernel, one split */
+    const tile_paged_buffers *b = &c.buf;
+    tile_arg a[18] = {tile_arg_ptr(b->out),      tile_arg_ptr(b->lse),     tile_arg_ptr(b->out),     tile_arg_ptr(b->lse),
+                      tile_arg_ptr(b->q),        tile_arg_ptr(b->k_cache), tile_arg_ptr(b->v_cache), tile_arg_ptr(b->kv_scale),
+                      tile_arg_ptr(b->page_ids), tile_arg_ptr(b->indptr),  tile_arg_ptr(b->kv_len),  tile_arg_i64(s->batch),
+                      tile_arg_i64(DECODE_HEADS), tile_arg_i64(s->heads_kv), tile_arg_f32(c.plan.p.sm_scale),
+                      tile_arg_i64(c.plan.p.strides[0]), tile_arg_i64(c.plan.p.strides[1]), tile_arg_i64(c.plan.p.strides[2])};
+    DecodeCall v = c;
+    v.k = sweep[i].kernel;
+    memcpy(v.args, a, sizeof a);
+    v.grid[0] = (uint32_t)s->heads_kv, v.grid[1] = (uint32_t)s->batch, v.grid[2] = 1;
+    sweep_ms[i] = bench_time_ms(g, do_decode, &v);
+  }
+  ms = bench_time_ms(g, do_decode, &c);
+  /* a fast wrong kernel does not pass as a result: the outputs are finite */
+  if (ms > 0) {
+    DBuf o;
+    if (dbuf_alloc(g, &o, "out", "bf16", rows * DECODE_DIM) &&
+        tile_memcpy_dtod(g->rt, o.dev, bufs[3], rows * DECODE_DIM * 2, NULL) == TILE_OK && dbuf_download(g, &o)) {
+      for (size_t i = 0; i < rows * DECODE_DIM; i++)
+        if (!isfinite(dbuf_get(&o, i))) {
+          printf("  out[%zu] is %g: not a result\n", i, dbuf_get(&o, i));
+          ms = -1;
+          break;
+        }
+      dbuf_free(g, &o);
+    }
+  }
+done:
+  for (int i = 0; i < 10; i++)
+    if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
+  free(ids), free(indptr), free(lens);
+  return ms;
+}
+
+/* TILE_BENCH_DECODE_SWEEP=1: builds of paged_decode over warps and key
+ * block at batch 64, 8 KV heads, 4k (one split), printed (not rows);
+ * =W:B only that one. */
+#define SWEEP_MAX 48
+static void sweep(Gpu *g, const tile_paged *pg, const char *only) {
+  static const char *const warps[] = {"1", "2", "4", "8"}, *const blocks[] = {"16", "32", "64", "128"};
+  Variant v[SWEEP_MAX];
+  const char *what[SWEEP_MAX][2];
+  int n = 0;
+  for (int w = 0; w < 4; w++)
+    for (int b = 0; b < 4 && n < SWEEP_MAX; b++) {
+      char name[32];
+      snprintf(name, sizeof name, "%s:%s", warps[w], blocks[b]);
+      if (strcmp(only, "1") && strcmp(only, name)) continue;
+      const char *defs[] = {"WARPS", warps[w], "BLOCK_N", blocks[b], NULL};
+      if (!variant_build_kernel(g, "lang/std/paged_decode.tile", "paged_decode", defs, &v[n])) continue;
+      what[n][0] = warps[w], what[n][1] = blocks[b];
+      n++;
+    }
+  double ms[SWEEP_MAX];
+  int splits;
+  const DecodeShape s = {64, 8, 4096};
+  time_shape(g, pg, &s, TILE_PAGED_KV_BF16, &splits, v, n, ms);
+  double bytes = (double)s.batch * s.len * s.heads_kv * DECODE_DIM * 2 * 2;
+  for (int i = 0; i < n; i++) {
+    printf("sweep b64 kv8 4k: WARPS %s BLOCK_N %s: %.3f ms, %.2f TB/s\n", what[i][0], what[i][1], ms[i],
+           bytes / (ms[i] * 1e9));
+    variant_free(&v[i]);
+  }
+}
+
+void bench_decode(Gpu *g) {
+  tile_paged *pg;
+  if (tile_paged_create(g->rt, &pg) != TILE_OK) {
+    printf("  tile_paged_create: %s\n", tile_last_error());
+    return;
+  }
+  const char *sw = getenv("TILE_BENCH_DECODE_SWEEP");
+  if (sw && *sw) sweep(g, pg, sw);
+  double copy_tbps = bench_copy_gbps(g, DECODE_COPY_BYTES) / 1e3;
+  char name[DECODE_NAME_BYTES];
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const DecodeShape *s = &shapes[i];
+    int splits = 0, splits8 = 0;
+    double ms = time_shape(g, pg, s, TILE_PAGED_KV_BF16, &splits, NULL, 0, NULL);
+    double bytes = (double)s->batch * s->len * s->heads_kv * DECODE_DIM * 2 * 2;
+    snprintf(name, sizeof name, "decode b%d h32 kv%d d128 %dk page16 bf16 TB/s vs copy (paged_decode.tile, %d split%s)",
+             s->batch, s->heads_kv, s->len / 1024, splits, splits > 1 ? "s" : "");
+    if (ms > 0) bench_add_row(name, bytes / (ms * 1e9), copy_tbps, "TB/s");
+    double ms8 = time_shape(g, pg, s, TILE_PAGED_KV_E4M3, &splits8, NULL, 0, NULL);
+    snprintf(name, sizeof name, "decode b%d h32 kv%d d128 %dk page16 e4m3 Mtok/s vs bf16 (paged_decode.tile, %d split%s)",
+             s->batch, s->heads_kv, s->len / 1024, splits8, splits8 > 1 ? "s" : "");
+    double tokens = (double)s->batch * s->len;
+    if (ms > 0 && ms8 > 0) bench_add_row(name, tokens / (ms8 * 1e3), tokens / (ms * 1e3), "Mtok/s");
+  }
+  tile_paged_destroy(pg);
+}

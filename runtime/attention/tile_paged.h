@@ -1,0 +1,131 @@
+/* tile_paged.h - decode attention over a paged KV cache from C, over
+ * libtile: the kernels of lang/std/paged_decode.tile (decode, the split-KV
+ * merge, appending to the cache), compiled when the library is built for
+ * each head dim, page size and cache element type offered, and embedded.
+ *
+ *   tile_paged *pg;
+ *   tile_paged_create(rt, &pg);
+ *   tile_paged_problem p = {.batch = 64, .heads = 32, .heads_kv = 8, .head_dim = 128,
+ *                           .page_size = 16, .max_kv_len = 32768};
+ *   tile_paged_plan plan;
+ *   tile_paged_decode_plan(pg, &p, &plan);           once per batch shape
+ *   ... a workspace of plan.workspace_bytes ...
+ *   tile_paged_decode(pg, &plan, &(tile_paged_buffers){...}, stream);
+ *
+ * The cache (the layout of vLLM and FlashInfer): pages of page_size token
+ * slots; sequence b's pages are page_ids[indptr[b] .. indptr[b + 1]) in
+ * order, and its token t is in slot t % page_size of page
+ * page_ids[indptr[b] + t / page_size]; kv_len[b] tokens (1 or more; the
+ * last page may be partly filled). page_ids, indptr (batch + 1 entries)
+ * and kv_len are i32 in device memory. k_cache and v_cache are addressed
+ * by strides in elements: slot s of page p, KV head g, dimension d is at
+ * p * strides[0] + s * strides[1] + g * strides[2] + d. Strides all 0: NHD,
+ * [pages, page_size, heads_kv, head_dim]; HND is {page_size * heads_kv *
+ * head_dim, head_dim, page_size * head_dim}.
+ *
+ * q and out are [batch, heads, head_dim] bf16, contiguous; lse is [batch,
+ * heads] f32, the natural log of each softmax's sum (for merging with
+ * other attention over other keys). Query head h reads KV head
+ * h / (heads / heads_kv) (grouped-query attention, up to
+ * TILE_PAGED_MAX_GROUP query heads per KV head).
+ *
+ * The cache holds bf16, or fp8 e4m3 with per-head scales: kv_scale is f32
+ * [heads_kv, 2], key and value scale of each KV head (a stored value
+ * times its scale is the value attended to).
+ *
+ * Split-KV: when batch * heads_kv programs cannot fill the GPU, each
+ * sequence's keys are split into plan.splits chunks, each program writes
+ * a partial output and log-sum-exp to the workspace, and a second kernel
+ * merges them. The rule (tile_paged_splits): as many splits as bring the
+ * programs to TILE_PAGED_TARGET_WAVES per SM, no chunk below
+ * TILE_PAGED_MIN_CHUNK tokens of max_kv_len, at most TILE_PAGED_MAX_SPLITS.
+ * A plan is only numbers: tile_paged_decode with the same plan and
+ * buffers launches the same kernels with the same arguments, so it can be
+ * captured in a CUDA graph for a fixed batch shape.
+ *
+ * Calls are asynchronous on the stream (NULL: the default stream). Every
+ * function returns a tile_status; a wrong problem or buffer is
+ * TILE_ERROR_INVALID_ARGUMENT with tile_last_error() naming the field. */
+#ifndef TILE_PAGED_H
+#define TILE_PAGED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Query heads per KV head that one program takes (the kernels' GROUP_PAD). */
+#define TILE_PAGED_MAX_GROUP 16
+/* The merge kernel's MAX_SPLITS. */
+#define TILE_PAGED_MAX_SPLITS 64
+/* Programs per SM the split rule aims at. */
+#define TILE_PAGED_TARGET_WAVES 2
+/* The fewest tokens a split takes (eight 64-token blocks). */
+#define TILE_PAGED_MIN_CHUNK 512
+
+typedef struct tile_paged tile_paged;
+
+typedef enum tile_paged_kv_type {
+  TILE_PAGED_KV_BF16 = 0,
+  TILE_PAGED_KV_E4M3 = 1, /* with per-head scales (kv_scale) */
+} tile_paged_kv_type;
+
+typedef struct tile_paged_problem {
+  int batch, heads, heads_kv;
+  int head_dim;  /* 64 or 128 */
+  int page_size; /* 1, 16, 32 or 64 */
+  tile_paged_kv_type kv_type;
+  int max_kv_len;     /* the longest sequence of the batch (for the split rule) */
+  float sm_scale;     /* positive; 0: 1 / sqrt(head_dim) */
+  int64_t strides[3]; /* page, slot, KV head, in elements; all 0: NHD */
+} tile_paged_problem;
+
+typedef struct tile_paged_plan {
+  tile_paged_problem p; /* with sm_scale and strides filled in */
+  int splits;           /* 1: no merge */
+  size_t workspace_bytes;
+  int variant; /* the kernels picked */
+} tile_paged_plan;
+
+typedef struct tile_paged_buffers {
+  uint64_t out, lse, q;
+  uint64_t k_cache, v_cache;
+  uint64_t kv_scale; /* e4m3 only */
+  uint64_t page_ids, indptr, kv_len;
+  uint64_t workspace; /* plan.workspace_bytes (none with one split) */
+} tile_paged_buffers;
+
+/* Loads the kernels on rt's device. */
+tile_status tile_paged_create(tile_runtime *rt, tile_paged **out);
+/* Unloads them. NULL is allowed. */
+void tile_paged_destroy(tile_paged *pg);
+
+/* The split rule: splits for batch * heads_kv programs over sequences of
+ * up to max_kv_len tokens on a GPU of sm_count SMs (1 or more). */
+int tile_paged_splits(int batch, int heads_kv, int max_kv_len, int sm_count);
+
+/* Checks the problem and picks kernels and splits. */
+tile_status tile_paged_decode_plan(const tile_paged *pg, const tile_paged_problem *p, tile_paged_plan *plan);
+
+/* out and lse for one query token per sequence. */
+tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan, const tile_paged_buffers *buf,
+                              tile_stream *stream);
+
+/* Appends tokens to a bf16 cache: token i of k_new and v_new
+ * ([new_tokens, heads_kv, head_dim] bf16, contiguous) goes to sequence
+ * batch_idx[i] at position pos[i] (i32 device arrays), every KV head;
+ * its page must already be listed in page_ids. The problem gives head
+ * dim, page size, heads_kv and strides. */
+tile_status tile_paged_append(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache, uint64_t v_cache,
+                              uint64_t k_new, uint64_t v_new, uint64_t batch_idx, uint64_t pos, uint64_t page_ids,
+                              uint64_t indptr, int new_tokens, tile_stream *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
