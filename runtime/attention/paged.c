@@ -20,13 +20,15 @@
 /* Arguments of paged_decode. */
 #define PAGED_DECODE_ARGS 18
 
-enum { K_DECODE, K_MERGE, K_APPEND, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {"paged_decode", "paged_decode_merge", "paged_append"};
+enum { K_DECODE, K_MERGE, K_APPEND, K_COPY, K_SWAP, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {"paged_decode", "paged_decode_merge", "paged_append",
+                                                  "paged_copy_pages", "paged_swap_pages"};
 
 struct tile_paged {
   tile_module *mod[PAGED_VARIANTS];
   tile_kernel *k[PAGED_VARIANTS][K_COUNT];
   int block_t[PAGED_VARIANTS]; /* paged_append's tokens per program */
+  int block_e[PAGED_VARIANTS]; /* paged_copy_pages' and paged_swap_pages' elements per program */
   int sm_count;
 };
 
@@ -44,6 +46,8 @@ tile_status tile_paged_create(tile_runtime *rt, tile_paged **out) {
     for (int i = 0; i < K_COUNT && st == TILE_OK; i++) st = tile_kernel_get(pg->mod[v], kernel_names[i], &pg->k[v][i]);
     pg->block_t[v] = st == TILE_OK ? tilert_kernel_const_int(pg->k[v][K_APPEND], "BLOCK_T") : 0;
     if (st == TILE_OK && pg->block_t[v] <= 0) st = tilert_fail(TILE_ERROR_BAD_METADATA, "paged_append has no BLOCK_T");
+    pg->block_e[v] = st == TILE_OK ? tilert_kernel_const_int(pg->k[v][K_COPY], "BLOCK") : 0;
+    if (st == TILE_OK && pg->block_e[v] <= 0) st = tilert_fail(TILE_ERROR_BAD_METADATA, "paged_copy_pages has no BLOCK");
   }
   if (st != TILE_OK) {
     tilert_error_prefix("tile_paged_create");
@@ -200,26 +204,59 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
 
 tile_status tile_paged_append(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache, uint64_t v_cache,
                               uint64_t k_new, uint64_t v_new, uint64_t batch_idx, uint64_t pos, uint64_t page_ids,
-                              uint64_t indptr, int new_tokens, tile_stream *stream) {
+                              uint64_t indptr, uint64_t kv_scale, int new_tokens, tile_stream *stream) {
   static const char fn[] = "tile_paged_append";
   tile_paged_problem q;
   int v;
   tile_status st = check_problem(fn, p, &q, &v, false);
-  if (st == TILE_OK && q.kv_type != TILE_PAGED_KV_BF16)
-    st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: only a bf16 cache (TILE_PAGED_KV_BF16) is appended to", fn);
   if (st == TILE_OK && new_tokens < 0)
     st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: new_tokens is %d", fn, new_tokens);
-  const char *names[8] = {"k_cache", "v_cache", "k_new", "v_new", "batch_idx", "pos", "page_ids", "indptr"};
-  const uint64_t ptrs[8] = {k_cache, v_cache, k_new, v_new, batch_idx, pos, page_ids, indptr};
-  for (int i = 0; i < 8 && st == TILE_OK; i++) st = check_ptr(fn, names[i], ptrs[i], i < 4 ? 2 : 4);
+  bool scaled = st == TILE_OK && q.kv_type == TILE_PAGED_KV_E4M3;
+  const char *names[9] = {"k_cache", "v_cache", "k_new", "v_new", "batch_idx", "pos", "page_ids", "indptr", "kv_scale"};
+  const uint64_t ptrs[9] = {k_cache, v_cache, k_new, v_new, batch_idx, pos, page_ids, indptr, kv_scale};
+  for (int i = 0; i < (scaled ? 9 : 8) && st == TILE_OK; i++) st = check_ptr(fn, names[i], ptrs[i], i < 2 && scaled ? 1 : i < 4 ? 2 : 4);
   if (st == TILE_OK && !pg) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_paged is NULL", fn);
   if (st != TILE_OK || new_tokens == 0) return st;
-  tile_arg a[13];
+  tile_arg a[14];
   for (int i = 0; i < 8; i++) a[i] = tile_arg_ptr(ptrs[i]);
   a[8] = tile_arg_i64(new_tokens), a[9] = tile_arg_i64(q.heads_kv);
   for (int d = 0; d < 3; d++) a[10 + d] = tile_arg_i64(q.strides[d]);
+  a[13] = tile_arg_ptr(scaled ? kv_scale : page_ids); /* not read without SCALED */
   uint32_t grid[3] = {(uint32_t)((new_tokens + pg->block_t[v] - 1) / pg->block_t[v]), 1, 1};
-  st = tile_launch(pg->k[v][K_APPEND], grid, stream, a, 13);
+  st = tile_launch(pg->k[v][K_APPEND], grid, stream, a, 14);
   if (st != TILE_OK) tilert_error_prefix("paged_append");
   return st;
+}
+
+/* paged_copy_pages or paged_swap_pages over n_pages pairs. */
+static tile_status page_pairs(const char *fn, int kernel, const tile_paged *pg, const tile_paged_problem *p,
+                              uint64_t k_cache, uint64_t v_cache, uint64_t x, uint64_t y, int n_pages,
+                              tile_stream *stream) {
+  tile_paged_problem q;
+  int v;
+  tile_status st = check_problem(fn, p, &q, &v, false);
+  if (st == TILE_OK && (n_pages < 0 || n_pages > PAGED_MAX_GRID_YZ))
+    st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: n_pages is %d (0 to %d)", fn, n_pages, PAGED_MAX_GRID_YZ);
+  const char *names[4] = {"k_cache", "v_cache", kernel == K_COPY ? "src" : "a", kernel == K_COPY ? "dst" : "b"};
+  const uint64_t ptrs[4] = {k_cache, v_cache, x, y};
+  for (int i = 0; i < 4 && st == TILE_OK; i++) st = check_ptr(fn, names[i], ptrs[i], i < 2 ? 1 : 4);
+  if (st == TILE_OK && !pg) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_paged is NULL", fn);
+  if (st != TILE_OK || n_pages == 0) return st;
+  tile_arg a[5] = {tile_arg_ptr(k_cache), tile_arg_ptr(v_cache), tile_arg_ptr(x), tile_arg_ptr(y),
+                   tile_arg_i64(q.strides[0])};
+  int64_t blocks = (q.strides[0] + pg->block_e[v] - 1) / pg->block_e[v];
+  uint32_t grid[3] = {(uint32_t)blocks, (uint32_t)n_pages, 1};
+  st = tile_launch(pg->k[v][kernel], grid, stream, a, 5);
+  if (st != TILE_OK) tilert_error_prefix("%s", kernel_names[kernel]);
+  return st;
+}
+
+tile_status tile_paged_copy_pages(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache,
+                                  uint64_t v_cache, uint64_t src, uint64_t dst, int n_pages, tile_stream *stream) {
+  return page_pairs("tile_paged_copy_pages", K_COPY, pg, p, k_cache, v_cache, src, dst, n_pages, stream);
+}
+
+tile_status tile_paged_swap_pages(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache,
+                                  uint64_t v_cache, uint64_t a, uint64_t b, int n_pages, tile_stream *stream) {
+  return page_pairs("tile_paged_swap_pages", K_SWAP, pg, p, k_cache, v_cache, a, b, n_pages, stream);
 }

@@ -115,14 +115,26 @@ tile_status tile_paged_decode_plan(const tile_paged *pg, const tile_paged_proble
 tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan, const tile_paged_buffers *buf,
                               tile_stream *stream);
 
-/* Appends tokens to a bf16 cache: token i of k_new and v_new
+/* Appends tokens to the cache: token i of k_new and v_new
  * ([new_tokens, heads_kv, head_dim] bf16, contiguous) goes to sequence
  * batch_idx[i] at position pos[i] (i32 device arrays), every KV head;
- * its page must already be listed in page_ids. The problem gives head
- * dim, page size, heads_kv and strides. */
+ * its page must already be listed in page_ids. An e4m3 cache is
+ * quantized with the per-head scales kv_scale (stored = value / scale,
+ * clamped to 448); kv_scale is not read for bf16 (0 allowed). The problem
+ * gives kv_type, head dim, page size, heads_kv and strides. */
 tile_status tile_paged_append(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache, uint64_t v_cache,
                               uint64_t k_new, uint64_t v_new, uint64_t batch_idx, uint64_t pos, uint64_t page_ids,
-                              uint64_t indptr, int new_tokens, tile_stream *stream);
+                              uint64_t indptr, uint64_t kv_scale, int new_tokens, tile_stream *stream);
+
+/* Copies pages src[j] to dst[j] (i32 device arrays, j < n_pages) in both
+ * caches (prefix sharing, beam search); destinations distinct and never a
+ * source. A page is strides[0] elements (NHD's default when 0). */
+tile_status tile_paged_copy_pages(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache,
+                                  uint64_t v_cache, uint64_t src, uint64_t dst, int n_pages, tile_stream *stream);
+
+/* Swaps pages a[j] and b[j] in both caches; no page twice in a and b. */
+tile_status tile_paged_swap_pages(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache,
+                                  uint64_t v_cache, uint64_t a, uint64_t b, int n_pages, tile_stream *stream);
 
 #ifdef __cplusplus
 }

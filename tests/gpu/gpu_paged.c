@@ -2,8 +2,9 @@
  * embedded builds): decode over a paged cache against a float64
  * reference on the gathered K/V, ragged lengths from 1 to 40,000, every
  * page size, GQA 1/4/8, split and unsplit plans, NHD and HND, bf16 and
- * e4m3 caches (the reference on the dequantized values); and appending
- * to a cache. Outputs are poisoned first. */
+ * e4m3 caches (the reference on the dequantized values); appending to a
+ * bf16 and an e4m3 cache; copying and swapping pages. Outputs are
+ * poisoned first. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +206,7 @@ static bool run_append(Gpu *g, const tile_paged *pg) {
   }
   double *k0 = ok ? dbuf_doubles(&K) : NULL, *v0 = ok ? dbuf_doubles(&V) : NULL;
   tile_paged_problem p = {.heads_kv = G, .head_dim = D, .page_size = P};
-  if (ok && (tile_paged_append(pg, &p, K.dev, V.dev, KN.dev, VN.dev, BI.dev, PO.dev, I.dev, IP.dev, NEW, NULL) != TILE_OK ||
+  if (ok && (tile_paged_append(pg, &p, K.dev, V.dev, KN.dev, VN.dev, BI.dev, PO.dev, I.dev, IP.dev, 0, NEW, NULL) != TILE_OK ||
              tile_synchronize(g->rt) != TILE_OK)) {
     printf("  append: %s\n", tile_last_error());
     ok = false;
@@ -232,21 +233,122 @@ static bool run_append(Gpu *g, const tile_paged *pg) {
   return ok;
 }
 
+/* tile_paged_copy_pages then tile_paged_swap_pages on a bf16 cache
+ * (d128, pages of 16, 2 KV heads: 4096 elements a page, two blocks of the
+ * kernels), and tile_paged_append into an e4m3 cache with per-head scales
+ * (stored = e4m3(clamp(x / scale, 448))). */
+static bool run_pages(Gpu *g, const tile_paged *pg) {
+  enum { G = 2, D = 128, P = 16, POOL = 9, N = 3, NEW = 4 };
+  const size_t page = (size_t)P * G * D, cn = POOL * page;
+  static const int32_t src[N] = {4, 0, 8}, dst[N] = {2, 6, 1}, pa[N] = {1, 3, 5}, pb[N] = {7, 2, 0};
+  DBuf K = {0}, V = {0}, S = {0}, T = {0}, A = {0}, B = {0};
+  bool ok = dbuf_alloc(g, &K, "k", "bf16", cn) && dbuf_alloc(g, &V, "v", "bf16", cn) && dbuf_alloc(g, &S, "src", "i32", N) &&
+            dbuf_alloc(g, &T, "dst", "i32", N) && dbuf_alloc(g, &A, "a", "i32", N) && dbuf_alloc(g, &B, "b", "i32", N);
+  Rng r = {77};
+  double *k0 = NULL, *v0 = NULL;
+  if (ok) {
+    dbuf_fill(&K, &r, -1, 1), dbuf_fill(&V, &r, -1, 1);
+    for (int j = 0; j < N; j++)
+      dbuf_set(&S, (size_t)j, src[j]), dbuf_set(&T, (size_t)j, dst[j]), dbuf_set(&A, (size_t)j, pa[j]), dbuf_set(&B, (size_t)j, pb[j]);
+    DBuf *all[] = {&K, &V, &S, &T, &A, &B};
+    for (int i = 0; i < 6 && ok; i++) ok = dbuf_upload(g, all[i]);
+    k0 = dbuf_doubles(&K), v0 = dbuf_doubles(&V);
+    ok = ok && k0 && v0;
+  }
+  tile_paged_problem p = {.heads_kv = G, .head_dim = D, .page_size = P};
+  if (ok && (tile_paged_copy_pages(pg, &p, K.dev, V.dev, S.dev, T.dev, N, NULL) != TILE_OK ||
+             tile_paged_swap_pages(pg, &p, K.dev, V.dev, A.dev, B.dev, N, NULL) != TILE_OK ||
+             tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  pages: %s\n", tile_last_error());
+    ok = false;
+  }
+  ok = ok && dbuf_download(g, &K) && dbuf_download(g, &V);
+  if (ok) {
+    int where[POOL]; /* page q holds the original page where[q] */
+    for (int q = 0; q < POOL; q++) where[q] = q;
+    for (int j = 0; j < N; j++) where[dst[j]] = where[src[j]];
+    for (int j = 0; j < N; j++) {
+      int t = where[pa[j]];
+      where[pa[j]] = where[pb[j]], where[pb[j]] = t;
+    }
+    size_t bad = 0;
+    for (int q = 0; q < POOL; q++)
+      for (size_t e = 0; e < page; e++)
+        bad += dbuf_get(&K, q * page + e) != k0[where[q] * page + e] || dbuf_get(&V, q * page + e) != v0[where[q] * page + e];
+    if (bad) printf("  %zu elements differ after the copies and swaps\n", bad);
+    ok = bad == 0;
+  }
+  free(k0), free(v0);
+  DBuf *all[] = {&K, &V, &S, &T, &A, &B};
+  for (int i = 0; i < 6; i++)
+    if (all[i]->host) dbuf_free(g, all[i]);
+  if (!ok) return false;
+  /* append into e4m3 */
+  static const int32_t ids[2] = {3, 1}, indptr[2] = {0, 2}, pos[NEW] = {0, 7, 16, 31}, bidx[NEW] = {0, 0, 0, 0};
+  DBuf KC = {0}, VC = {0}, KN = {0}, VN = {0}, SC = {0}, BI = {0}, PO = {0}, I = {0}, IP = {0}, ONE = {0};
+  ok = dbuf_alloc(g, &KC, "k", "f8e4m3", cn) && dbuf_alloc(g, &VC, "v", "f8e4m3", cn) &&
+       dbuf_alloc(g, &KN, "kn", "bf16", (size_t)NEW * G * D) && dbuf_alloc(g, &VN, "vn", "bf16", (size_t)NEW * G * D) &&
+       dbuf_alloc(g, &SC, "s", "f32", 2 * G) && dbuf_alloc(g, &BI, "b", "i32", NEW) && dbuf_alloc(g, &PO, "p", "i32", NEW) &&
+       dbuf_alloc(g, &I, "ids", "i32", 2) && dbuf_alloc(g, &IP, "indptr", "i32", 2) && dbuf_alloc(g, &ONE, "one", "f8e4m3", 1);
+  if (ok) {
+    dbuf_fill(&KC, &r, -400, 400), dbuf_fill(&VC, &r, -400, 400), dbuf_fill(&KN, &r, -3, 3), dbuf_fill(&VN, &r, -3, 3);
+    for (int i = 0; i < 2 * G; i++) dbuf_set(&SC, (size_t)i, 0.004 * (i + 1));
+    for (int i = 0; i < NEW; i++) dbuf_set(&BI, (size_t)i, bidx[i]), dbuf_set(&PO, (size_t)i, pos[i]);
+    for (int i = 0; i < 2; i++) dbuf_set(&I, (size_t)i, ids[i]), dbuf_set(&IP, (size_t)i, indptr[i]);
+    DBuf *up[] = {&KC, &VC, &KN, &VN, &SC, &BI, &PO, &I, &IP};
+    for (int i = 0; i < 9 && ok; i++) ok = dbuf_upload(g, up[i]);
+  }
+  k0 = ok ? dbuf_doubles(&KC) : NULL, v0 = ok ? dbuf_doubles(&VC) : NULL;
+  p.kv_type = TILE_PAGED_KV_E4M3;
+  if (ok && k0 && v0 &&
+      (tile_paged_append(pg, &p, KC.dev, VC.dev, KN.dev, VN.dev, BI.dev, PO.dev, I.dev, IP.dev, SC.dev, NEW, NULL) != TILE_OK ||
+       tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  e4m3 append: %s\n", tile_last_error());
+    ok = false;
+  }
+  ok = ok && k0 && v0 && dbuf_download(g, &KC) && dbuf_download(g, &VC);
+  if (ok) {
+    for (int i = 0; i < NEW; i++) {
+      size_t base = (size_t)ids[pos[i] / P] * page + (size_t)(pos[i] % P) * G * D;
+      for (int h = 0; h < G; h++)
+        for (int d = 0; d < D; d++)
+          for (int kv = 0; kv < 2; kv++) {
+            double x = dbuf_get(kv ? &VN : &KN, ((size_t)i * G + h) * D + d) / (double)(float)dbuf_get(&SC, 2 * h + kv);
+            dbuf_set(&ONE, 0, fmin(fmax(x, -448), 448));
+            (kv ? v0 : k0)[base + (size_t)h * D + d] = dbuf_get(&ONE, 0);
+          }
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < cn; i++) bad += dbuf_get(&KC, i) != k0[i] || dbuf_get(&VC, i) != v0[i];
+    if (bad) printf("  %zu e4m3 cache elements differ from the expected cache\n", bad);
+    ok = bad == 0;
+  }
+  free(k0), free(v0);
+  DBuf *fr[] = {&KC, &VC, &KN, &VN, &SC, &BI, &PO, &I, &IP, &ONE};
+  for (int i = 0; i < 10; i++)
+    if (fr[i]->host) dbuf_free(g, fr[i]);
+  return ok;
+}
+
 int gpu_paged_tests(Gpu *g, const char *only) {
   int failed = 0, matching = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) matching += !only || strstr(cases[i].name, only);
-  if (!matching && only && !strstr("paged append d128 page16 (tile_paged_append)", only)) return 0;
+  if (!matching && only && !strstr("paged append d128 page16 (tile_paged_append)", only) &&
+      !strstr("paged pages copied and swapped, e4m3 append", only))
+    return 0;
   tile_paged *pg = NULL;
   if (tile_paged_create(g->rt, &pg) != TILE_OK) {
     printf("FAIL tile_paged_create: %s\n", tile_last_error());
     g->failed++;
     return 1;
   }
-  for (size_t i = 0; i <= sizeof cases / sizeof cases[0]; i++) {
-    const char *name = i < sizeof cases / sizeof cases[0] ? cases[i].name : "paged append d128 page16 (tile_paged_append)";
+  const size_t nc = sizeof cases / sizeof cases[0];
+  for (size_t i = 0; i < nc + 2; i++) {
+    const char *name = i < nc ? cases[i].name : i == nc ? "paged append d128 page16 (tile_paged_append)"
+                                                        : "paged pages copied and swapped, e4m3 append";
     if (only && !strstr(name, only)) continue;
     double t0 = now_ms();
-    bool ok = i < sizeof cases / sizeof cases[0] ? run_case(g, pg, &cases[i], 8100 + i) : run_append(g, pg);
+    bool ok = i < nc ? run_case(g, pg, &cases[i], 8100 + i) : i == nc ? run_append(g, pg) : run_pages(g, pg);
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
     fflush(stdout);
     if (ok) g->passed++;

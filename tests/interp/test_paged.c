@@ -186,11 +186,11 @@ Test(paged_append, tokens_land_in_their_slots_and_nothing_else_changes) {
   tc_compilation *c = harness_compile("lang/std/paged_decode.tile", "paged_append",
                                       (const char *const[]){"T", "f32", "HEAD_DIM", "64", "PAGE", page, NULL});
   int64_t stride_page = (int64_t)page_elems, stride_slot = D, stride_head = PAGE * D; /* HND */
-  tc_arg a[13] = {{.p = kc.data}, {.p = vc.data}, {.p = kn.data}, {.p = vn.data}, {.p = bi.data},
+  tc_arg a[14] = {{.p = kc.data}, {.p = vc.data}, {.p = kn.data}, {.p = vn.data}, {.p = bi.data},
                   {.p = pos.data}, {.p = ids.data}, {.p = indptr.data}, {.i = n}, {.i = HEADS},
-                  {.i = stride_page}, {.i = stride_slot}, {.i = stride_head}};
+                  {.i = stride_page}, {.i = stride_slot}, {.i = stride_head}, {.p = ids.data}};
   const HBuf *bufs[] = {&kc, &vc, &kn, &vn, &bi, &pos, &ids, &indptr};
-  harness_run(c, (int64_t[3]){1, 1, 1}, a, 13, bufs, 8);
+  harness_run(c, (int64_t[3]){1, 1, 1}, a, 14, bufs, 8);
   tc_free(c);
   /* what the cache must hold now */
   for (int i = 0; i < n; i++) {
@@ -208,4 +208,104 @@ Test(paged_append, tokens_land_in_their_slots_and_nothing_else_changes) {
   free(k0), free(v0);
   HBuf *all[] = {&ids, &indptr, &bi, &pos, &kc, &vc, &kn, &vn};
   for (int i = 0; i < 8; i++) hbuf_free(all[i]);
+}
+
+/* paged_append into an e4m3 cache with per-head scales: each stored value
+ * is the new value over its head's scale, rounded to e4m3, clamped at
+ * 448 (some new values are beyond it); nothing else changes. */
+Test(paged_append, fp8_cache_quantized_with_per_head_scales) {
+  enum { PAGE = 16, HEADS = 2, POOL = 4, NEW = 5 };
+  Rng rng = {12};
+  const int ids_v[] = {3, 1}, indptr_v[] = {0, 2}, pos_v[NEW] = {0, 5, 16, 17, 31};
+  HBuf ids = hbuf_new("i32", 2, "page_ids"), indptr = hbuf_new("i32", 2, "indptr");
+  HBuf bi = hbuf_new("i32", NEW, "batch_idx"), pos = hbuf_new("i32", NEW, "pos");
+  for (int i = 0; i < 2; i++) hbuf_set(&ids, i, ids_v[i]), hbuf_set(&indptr, i, indptr_v[i]);
+  for (int i = 0; i < NEW; i++) hbuf_set(&bi, i, 0), hbuf_set(&pos, i, pos_v[i]);
+  size_t page_elems = (size_t)PAGE * HEADS * D;
+  HBuf kc = hbuf_new("f8e4m3", POOL * page_elems, "k_cache"), vc = hbuf_new("f8e4m3", POOL * page_elems, "v_cache");
+  HBuf kn = hbuf_new("bf16", (size_t)NEW * HEADS * D, "k_new"), vn = hbuf_new("bf16", (size_t)NEW * HEADS * D, "v_new");
+  HBuf sc = hbuf_new("f32", 2 * HEADS, "kv_scale");
+  hbuf_fill_uniform(&kc, &rng, -400, 400), hbuf_fill_uniform(&vc, &rng, -400, 400);
+  hbuf_fill_uniform(&kn, &rng, -3, 3), hbuf_fill_uniform(&vn, &rng, -3, 3);
+  for (int i = 0; i < 2 * HEADS; i++) hbuf_set(&sc, i, 0.004 * (i + 1)); /* 3 / 0.004 = 750: some clamp */
+  double *k0 = malloc(sizeof(double) * kc.n), *v0 = malloc(sizeof(double) * vc.n);
+  for (size_t i = 0; i < kc.n; i++) k0[i] = hbuf_get(&kc, i), v0[i] = hbuf_get(&vc, i);
+  tc_compilation *c = harness_compile("lang/std/paged_decode.tile", "paged_append",
+                                      (const char *const[]){"KV", "f8e4m3", "SCALED", "true", "HEAD_DIM", "64",
+                                                            "PAGE", "16", NULL});
+  int64_t stride_page = (int64_t)page_elems, stride_slot = HEADS * D, stride_head = D; /* NHD */
+  tc_arg a[14] = {{.p = kc.data}, {.p = vc.data}, {.p = kn.data}, {.p = vn.data}, {.p = bi.data},
+                  {.p = pos.data}, {.p = ids.data}, {.p = indptr.data}, {.i = NEW}, {.i = HEADS},
+                  {.i = stride_page}, {.i = stride_slot}, {.i = stride_head}, {.p = sc.data}};
+  const HBuf *bufs[] = {&kc, &vc, &kn, &vn, &bi, &pos, &ids, &indptr, &sc};
+  harness_run(c, (int64_t[3]){1, 1, 1}, a, 14, bufs, 9);
+  tc_free(c);
+  /* the expected stored values: e4m3 of clamp(x / scale), through a
+   * one-element e4m3 buffer (the harness's rounding) */
+  HBuf one = hbuf_new("f8e4m3", 1, "one");
+  int clamped = 0;
+  for (int i = 0; i < NEW; i++) {
+    int pg = ids_v[pos_v[i] / PAGE];
+    for (int g = 0; g < HEADS; g++)
+      for (int e = 0; e < D; e++) {
+        size_t at = (size_t)pg * page_elems + (size_t)(pos_v[i] % PAGE) * stride_slot + (size_t)g * stride_head + e;
+        size_t from = ((size_t)i * HEADS + g) * D + e;
+        for (int kv = 0; kv < 2; kv++) {
+          double x = hbuf_get(kv ? &vn : &kn, from) / (double)(float)hbuf_get(&sc, 2 * g + kv);
+          clamped += fabs(x) > 448;
+          hbuf_set(&one, 0, fmin(fmax(x, -448), 448));
+          (kv ? v0 : k0)[at] = hbuf_get(&one, 0);
+        }
+      }
+  }
+  cr_expect_gt(clamped, 0, "no value reached the clamp: the test does not check it");
+  int wrong = 0;
+  for (size_t i = 0; i < kc.n; i++) wrong += hbuf_get(&kc, i) != k0[i] || hbuf_get(&vc, i) != v0[i];
+  cr_expect_eq(wrong, 0, "%d elements of the caches differ from the expected", wrong);
+  free(k0), free(v0);
+  HBuf *all[] = {&ids, &indptr, &bi, &pos, &kc, &vc, &kn, &vn, &sc, &one};
+  for (int i = 0; i < 10; i++) hbuf_free(all[i]);
+}
+
+/* paged_copy_pages and paged_swap_pages over pages of 3000 elements (more
+ * than one block of 2048): the named pages move, the others stay. */
+Test(paged_pages, copy_then_swap) {
+  enum { POOL = 7, ELEMS = 3000, N = 2 };
+  Rng rng = {13};
+  HBuf kc = hbuf_new("bf16", POOL * ELEMS, "k_cache"), vc = hbuf_new("bf16", POOL * ELEMS, "v_cache");
+  hbuf_fill_uniform(&kc, &rng, -1, 1), hbuf_fill_uniform(&vc, &rng, -1, 1);
+  double *k0 = malloc(sizeof(double) * kc.n), *v0 = malloc(sizeof(double) * vc.n);
+  for (size_t i = 0; i < kc.n; i++) k0[i] = hbuf_get(&kc, i), v0[i] = hbuf_get(&vc, i);
+  const int src_v[N] = {4, 0}, dst_v[N] = {2, 6}, a_v[N] = {1, 2}, b_v[N] = {5, 3};
+  HBuf src = hbuf_new("i32", N, "src"), dst = hbuf_new("i32", N, "dst"), pa = hbuf_new("i32", N, "a"), pb = hbuf_new("i32", N, "b");
+  for (int j = 0; j < N; j++) hbuf_set(&src, j, src_v[j]), hbuf_set(&dst, j, dst_v[j]), hbuf_set(&pa, j, a_v[j]), hbuf_set(&pb, j, b_v[j]);
+  const char *const defs[] = {NULL};
+  tc_compilation *c = harness_compile("lang/std/paged_decode.tile", "paged_copy_pages", defs);
+  tc_arg a[5] = {{.p = kc.data}, {.p = vc.data}, {.p = src.data}, {.p = dst.data}, {.i = ELEMS}};
+  const HBuf *bufs[] = {&kc, &vc, &src, &dst};
+  harness_run(c, (int64_t[3]){2, N, 1}, a, 5, bufs, 4);
+  tc_free(c);
+  c = harness_compile("lang/std/paged_decode.tile", "paged_swap_pages", defs);
+  tc_arg s[5] = {{.p = kc.data}, {.p = vc.data}, {.p = pa.data}, {.p = pb.data}, {.i = ELEMS}};
+  const HBuf *sbufs[] = {&kc, &vc, &pa, &pb};
+  harness_run(c, (int64_t[3]){2, N, 1}, s, 5, sbufs, 4);
+  tc_free(c);
+  /* expected: copies first, then swaps, page by page */
+  int where[POOL];
+  for (int p = 0; p < POOL; p++) where[p] = p; /* page p now holds the original page where[p] */
+  for (int j = 0; j < N; j++) where[dst_v[j]] = where[src_v[j]];
+  for (int j = 0; j < N; j++) {
+    int t = where[a_v[j]];
+    where[a_v[j]] = where[b_v[j]], where[b_v[j]] = t;
+  }
+  int wrong = 0;
+  for (int p = 0; p < POOL; p++)
+    for (int e = 0; e < ELEMS; e++) {
+      size_t at = (size_t)p * ELEMS + e, from = (size_t)where[p] * ELEMS + e;
+      wrong += hbuf_get(&kc, at) != k0[from] || hbuf_get(&vc, at) != v0[from];
+    }
+  cr_expect_eq(wrong, 0, "%d elements differ from the expected pages", wrong);
+  free(k0), free(v0);
+  HBuf *all[] = {&kc, &vc, &src, &dst, &pa, &pb};
+  for (int i = 0; i < 6; i++) hbuf_free(all[i]);
 }

@@ -70,17 +70,30 @@ Test(paged_api, buffers_are_checked) {
   cr_expect(strstr(tile_last_error(), "plan is NULL"), "%s", tile_last_error());
   /* tile_paged_append: pointers checked, then the handle */
   tile_paged_problem a = {.heads_kv = 4, .head_dim = 128, .page_size = 16};
-  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), 10, NULL);
+  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), 0, 10, NULL);
   cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "tile_paged_append: pos is 0"), "%s", tile_last_error());
-  st = tile_paged_append(NULL, &a, P(1) + 1, P(2), P(3), P(4), P(5), P(6), P(7), P(8), 10, NULL);
+  st = tile_paged_append(NULL, &a, P(1) + 1, P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, 10, NULL);
   cr_expect(strstr(tile_last_error(), "k_cache (0x10001) is not 2-byte aligned"), "%s", tile_last_error());
-  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), -1, NULL);
+  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, -1, NULL);
   cr_expect(strstr(tile_last_error(), "new_tokens is -1"), "%s", tile_last_error());
   a.kv_type = TILE_PAGED_KV_E4M3;
-  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 10, NULL);
-  cr_expect(strstr(tile_last_error(), "only a bf16 cache"), "%s", tile_last_error());
+  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, 10, NULL);
+  cr_expect(strstr(tile_last_error(), "kv_scale is 0"), "%s", tile_last_error());
   a.kv_type = TILE_PAGED_KV_BF16;
-  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 10, NULL);
+  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, 10, NULL);
+  cr_expect(strstr(tile_last_error(), "the tile_paged is NULL"), "%s", tile_last_error());
+  /* page copies and swaps */
+  st = tile_paged_copy_pages(NULL, &a, P(1), P(2), P(3), P(4), -1, NULL);
+  cr_expect(strstr(tile_last_error(), "tile_paged_copy_pages: n_pages is -1"), "%s", tile_last_error());
+  st = tile_paged_swap_pages(NULL, &a, P(1), P(2), 0, P(4), 3, NULL);
+  cr_expect(strstr(tile_last_error(), "tile_paged_swap_pages: a is 0"), "%s", tile_last_error());
+  st = tile_paged_copy_pages(NULL, &a, P(1), P(2), P(3), P(4) + 2, 3, NULL);
+  cr_expect(strstr(tile_last_error(), "dst (0x40002) is not 4-byte aligned"), "%s", tile_last_error());
+  a.page_size = 5;
+  st = tile_paged_copy_pages(NULL, &a, P(1), P(2), P(3), P(4), 3, NULL);
+  cr_expect(strstr(tile_last_error(), "page_size 5"), "%s", tile_last_error());
+  a.page_size = 16;
+  st = tile_paged_copy_pages(NULL, &a, P(1), P(2), P(3), P(4), 3, NULL);
   cr_expect(strstr(tile_last_error(), "the tile_paged is NULL"), "%s", tile_last_error());
 }
