@@ -38,12 +38,12 @@ typedef struct DecodeCall {
   tile_paged_buffers buf;
   const tile_kernel *k; /* a build of paged_decode run instead (one split), or NULL */
   uint32_t grid[3];
-  tile_arg args[18];
+  tile_arg args[20];
 } DecodeCall;
 
 static bool do_decode(void *ctx) {
   DecodeCall *c = ctx;
-  if (c->k) return tile_launch(c->k, c->grid, NULL, c->args, 18) == TILE_OK;
+  if (c->k) return tile_launch(c->k, c->grid, NULL, c->args, 20) == TILE_OK;
   if (tile_paged_decode(c->pg, &c->plan, &c->buf, NULL) != TILE_OK) {
     printf("  tile_paged_decode: %s\n", tile_last_error());
     return false;
@@ -113,11 +113,12 @@ static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, til
   *splits = c.plan.splits;
   for (int i = 0; i < nsweep; i++) { /* other builds of the kernel, one split */
     const tile_paged_buffers *b = &c.buf;
-    tile_arg a[18] = {tile_arg_ptr(b->out),      tile_arg_ptr(b->lse),     tile_arg_ptr(b->out),     tile_arg_ptr(b->lse),
+    tile_arg a[20] = {tile_arg_ptr(b->out),      tile_arg_ptr(b->lse),     tile_arg_ptr(b->out),     tile_arg_ptr(b->lse),
                       tile_arg_ptr(b->q),        tile_arg_ptr(b->k_cache), tile_arg_ptr(b->v_cache), tile_arg_ptr(b->kv_scale),
                       tile_arg_ptr(b->page_ids), tile_arg_ptr(b->indptr),  tile_arg_ptr(b->kv_len),  tile_arg_i64(s->batch),
                       tile_arg_i64(DECODE_HEADS), tile_arg_i64(s->heads_kv), tile_arg_f32(c.plan.p.sm_scale),
-                      tile_arg_i64(c.plan.p.strides[0]), tile_arg_i64(c.plan.p.strides[1]), tile_arg_i64(c.plan.p.strides[2])};
+                      tile_arg_i64(c.plan.p.strides[0]), tile_arg_i64(c.plan.p.strides[1]), tile_arg_i64(c.plan.p.strides[2]),
+                      tile_arg_ptr(b->lse), tile_arg_ptr(b->lse)};
     DecodeCall v = c;
     v.k = sweep[i].kernel;
     memcpy(v.args, a, sizeof a);

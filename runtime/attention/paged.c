@@ -17,8 +17,8 @@
 #define PAGED_PTR_ALIGN 16
 /* CUDA's limits on the grid's y and z dimensions (batch, splits). */
 #define PAGED_MAX_GRID_YZ 65535
-/* Arguments of paged_decode. */
-#define PAGED_DECODE_ARGS 18
+/* Arguments of paged_decode (k_scales and v_scales last). */
+#define PAGED_DECODE_ARGS 20
 
 enum { K_DECODE, K_MERGE, K_APPEND, K_COPY, K_SWAP, K_COUNT };
 static const char *const kernel_names[K_COUNT] = {"paged_decode", "paged_decode_merge", "paged_append",
@@ -186,7 +186,8 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
       tile_arg_ptr(buf->q),        tile_arg_ptr(buf->k_cache), tile_arg_ptr(buf->v_cache), tile_arg_ptr(scale),
       tile_arg_ptr(buf->page_ids), tile_arg_ptr(buf->indptr), tile_arg_ptr(buf->kv_len),   tile_arg_i64(p.batch),
       tile_arg_i64(p.heads),       tile_arg_i64(p.heads_kv),  tile_arg_f32(p.sm_scale),    tile_arg_i64(p.strides[0]),
-      tile_arg_i64(p.strides[1]),  tile_arg_i64(p.strides[2])};
+      tile_arg_i64(p.strides[1]),  tile_arg_i64(p.strides[2]),  tile_arg_ptr(scale),         tile_arg_ptr(scale)};
+  /* (k_scales, v_scales: an int4 cache's; not read by these builds) */
   uint32_t grid[3] = {(uint32_t)p.heads_kv, (uint32_t)p.batch, (uint32_t)plan->splits};
   st = tile_launch(pg->k[v][K_DECODE], grid, stream, a, PAGED_DECODE_ARGS);
   if (st != TILE_OK) {

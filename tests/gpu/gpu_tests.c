@@ -350,7 +350,7 @@ static void prepare_paged(DBuf *bufs, int n) {
    INB("v_cache", PAGED_POOL * 16 * 2 * D, lo, hi), INB("kv_scale", 4, slo, shi), INB("page_ids", 29, 0, 1),          \
    INB("indptr", PAGED_BATCH + 1, 0, 1), INB("kv_len", PAGED_BATCH, 0, 1), SC("batch", PAGED_BATCH), SC("heads", 8),   \
    SC("kv_heads", 2), SC("sm_scale", 0.125), SC("stride_page", 16 * 2 * D), SC("stride_slot", 2 * D),               \
-   SC("stride_head", D)}
+   SC("stride_head", D), INB("k_scales", 1, 1, 1), INB("v_scales", 1, 1, 1)}
 #define PAGED_ARGS(lo, hi, slo, shi) PAGED_ARGS_D(64, lo, hi, slo, shi)
 
 static const Case cases[] = {

@@ -23,9 +23,22 @@ typedef struct Decode {
   bool hnd;                /* HND strides (else NHD) */
   const int *lens;         /* batch entries */
   bool fp8;                /* an e4m3 cache with per-head scales */
+  bool int4;               /* a u8 cache of 4-bit values with group scales */
 } Decode;
 
-enum { D = 64 };
+enum { D = 64, INT4_GROUP = 32 };
+
+/* Element e of the key or value row at `at` (in the cache's elements:
+ * bytes for int4) of KV head g, dequantized as the kernel does. */
+static double kv_value(const Decode *c, const HBuf *cache, const HBuf *gscale, const HBuf *hscale, int which, int g,
+                       size_t at, int e) {
+  if (c->int4) {
+    int byte = (int)hbuf_get(cache, at + (size_t)e / 2);
+    int nib = (byte >> (e % 2 * 4)) & 15;
+    return (nib - 8) * hbuf_get(gscale, (at + (size_t)e / 2) / (INT4_GROUP / 2));
+  }
+  return hbuf_get(cache, at + e) * hbuf_get(hscale, 2 * g + which);
+}
 
 static void check_decode(const Decode *c, uint64_t seed) {
   Rng rng = {seed};
@@ -48,12 +61,20 @@ static void check_decode(const Decode *c, uint64_t seed) {
     for (int p = 0; p < npages[b]; p++, at++) hbuf_set(&ids, at, perm[at]);
   }
   hbuf_set(&indptr, c->batch, total_pages);
-  size_t page_elems = (size_t)c->page * c->kv_heads * D;
-  const char *kv_type = c->fp8 ? "f8e4m3" : "bf16";
+  /* a page's elements of the cache (bytes for int4: two values each) */
+  int row = c->int4 ? D / 2 : D;
+  size_t page_elems = (size_t)c->page * c->kv_heads * row;
+  const char *kv_type = c->int4 ? "u8" : c->fp8 ? "f8e4m3" : "bf16";
   HBuf kc = hbuf_new(kv_type, (size_t)pool * page_elems, "k_cache"), vc = hbuf_new(kv_type, (size_t)pool * page_elems, "v_cache");
-  /* fp8: stored values up to 400 (e4m3's range), scales bring them to about 1 */
-  hbuf_fill_uniform(&kc, &rng, c->fp8 ? -400 : -1, c->fp8 ? 400 : 1);
-  hbuf_fill_uniform(&vc, &rng, c->fp8 ? -400 : -1, c->fp8 ? 400 : 1);
+  /* fp8: stored values up to 400 (e4m3's range), scales bring them to
+   * about 1; int4: any byte */
+  double lo = c->int4 ? 0 : c->fp8 ? -400 : -1, hi = c->int4 ? 255 : c->fp8 ? 400 : 1;
+  hbuf_fill_uniform(&kc, &rng, lo, hi);
+  hbuf_fill_uniform(&vc, &rng, lo, hi);
+  size_t ngroups = c->int4 ? (size_t)pool * page_elems / (INT4_GROUP / 2) : 1;
+  HBuf kg = hbuf_new("f32", ngroups, "k_scales"), vg = hbuf_new("f32", ngroups, "v_scales");
+  hbuf_fill_uniform(&kg, &rng, 0.05, 0.2);
+  hbuf_fill_uniform(&vg, &rng, 0.05, 0.2);
   HBuf ks = hbuf_new("f32", (size_t)2 * c->kv_heads, "kv_scale");
   for (int g = 0; g < 2 * c->kv_heads; g++) hbuf_set(&ks, g, c->fp8 ? (1 + g) / 400.0 : 1.0);
   HBuf q = hbuf_new("bf16", (size_t)c->batch * c->heads * D, "q");
@@ -62,20 +83,21 @@ static void check_decode(const Decode *c, uint64_t seed) {
   HBuf po = hbuf_new("f32", (size_t)c->splits * c->batch * c->heads * D, "part_out");
   HBuf pl = hbuf_new("f32", (size_t)c->splits * c->batch * c->heads, "part_lse");
   hbuf_poison(&out), hbuf_poison(&lse), hbuf_poison(&po), hbuf_poison(&pl);
-  int64_t stride_page = (int64_t)page_elems, stride_slot = c->hnd ? D : c->kv_heads * D,
-          stride_head = c->hnd ? c->page * D : D;
+  int64_t stride_page = (int64_t)page_elems, stride_slot = c->hnd ? row : c->kv_heads * row,
+          stride_head = c->hnd ? c->page * row : row;
   double scale = 1 / sqrt((double)D);
   char page[16];
   snprintf(page, sizeof page, "%d", c->page);
-  const char *defs[] = {"HEAD_DIM", "64", "PAGE", page, "KV", kv_type, "SCALED", c->fp8 ? "true" : "false", NULL};
+  const char *defs[] = {"HEAD_DIM", "64", "PAGE", page, "KV", kv_type, "SCALED", c->fp8 ? "true" : "false",
+                        "INT4", c->int4 ? "true" : "false", NULL};
   tc_compilation *k = harness_compile("lang/std/paged_decode.tile", "paged_decode", defs);
-  tc_arg a[18] = {{.p = out.data},     {.p = lse.data},    {.p = po.data},      {.p = pl.data},
+  tc_arg a[20] = {{.p = out.data},     {.p = lse.data},    {.p = po.data},      {.p = pl.data},
                   {.p = q.data},       {.p = kc.data},     {.p = vc.data},      {.p = ks.data},
                   {.p = ids.data},     {.p = indptr.data}, {.p = lens.data},    {.i = c->batch},
                   {.i = c->heads},     {.i = c->kv_heads}, {.f = scale},        {.i = stride_page},
-                  {.i = stride_slot},  {.i = stride_head}};
-  const HBuf *bufs[] = {&out, &lse, &po, &pl, &q, &kc, &vc, &ks, &ids, &indptr, &lens};
-  harness_run(k, (int64_t[3]){c->kv_heads, c->batch, c->splits}, a, 18, bufs, 11);
+                  {.i = stride_slot},  {.i = stride_head}, {.p = kg.data},      {.p = vg.data}};
+  const HBuf *bufs[] = {&out, &lse, &po, &pl, &q, &kc, &vc, &ks, &ids, &indptr, &lens, &kg, &vg};
+  harness_run(k, (int64_t[3]){c->kv_heads, c->batch, c->splits}, a, 20, bufs, 13);
   tc_free(k);
   if (c->splits > 1) {
     k = harness_compile("lang/std/paged_decode.tile", "paged_decode_merge", (const char *const[]){"HEAD_DIM", "64", NULL});
@@ -100,7 +122,7 @@ static void check_decode(const Decode *c, uint64_t seed) {
         size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
         double dotp = 0;
         for (int e = 0; e < D; e++)
-          dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * hbuf_get(&kc, at + e) * hbuf_get(&ks, 2 * g);
+          dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * kv_value(c, &kc, &kg, &ks, 0, g, at, e);
         s[t] = dotp * scale, mx = fmax(mx, s[t]);
       }
       double sum = 0;
@@ -109,7 +131,7 @@ static void check_decode(const Decode *c, uint64_t seed) {
         int page = (int)hbuf_get(&ids, first + t / c->page);
         size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
         for (int e = 0; e < D; e++)
-          want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * hbuf_get(&vc, at + e) * hbuf_get(&ks, 2 * g + 1);
+          want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * kv_value(c, &vc, &vg, &ks, 1, g, at, e);
       }
       want_lse[(size_t)b * c->heads + h] = mx + log(sum);
     }
@@ -122,40 +144,47 @@ static void check_decode(const Decode *c, uint64_t seed) {
     cr_expect(fabs(hbuf_get(&lse, i) - want_lse[i]) <= (c->fp8 ? LSE_TOL_FP8 : LSE_TOL) * fmax(1, fabs(want_lse[i])),
               "lse[%zu] = %g, want %g", i, hbuf_get(&lse, i), want_lse[i]);
   free(want), free(want_lse), free(npages), free(perm);
-  HBuf *all[] = {&ids, &indptr, &lens, &kc, &vc, &ks, &q, &out, &lse, &po, &pl};
-  for (int i = 0; i < 11; i++) hbuf_free(all[i]);
+  HBuf *all[] = {&ids, &indptr, &lens, &kc, &vc, &ks, &q, &out, &lse, &po, &pl, &kg, &vg};
+  for (int i = 0; i < 13; i++) hbuf_free(all[i]);
 }
 
 static const int ragged[] = {1, 17, 200, 64, 131};
 
 Test(paged_decode, ragged_lengths_one_split_gqa_1) {
-  Decode c = {5, 4, 4, 16, 1, false, ragged, false};
+  Decode c = {5, 4, 4, 16, 1, false, ragged, false, false};
   check_decode(&c, 1);
 }
 
 Test(paged_decode, gqa_4_hnd_pages_of_32) {
-  Decode c = {5, 8, 2, 32, 1, true, ragged, false};
+  Decode c = {5, 8, 2, 32, 1, true, ragged, false, false};
   check_decode(&c, 2);
 }
 
 Test(paged_decode, split_kv_with_the_merge) {
-  Decode c = {5, 8, 2, 16, 4, false, ragged, false};
+  Decode c = {5, 8, 2, 16, 4, false, ragged, false, false};
   check_decode(&c, 3);
   static const int long_one[] = {700};
-  Decode one = {1, 4, 1, 64, 7, true, long_one, false}; /* batch 1, pages of 64, GQA 4, 7 splits */
+  Decode one = {1, 4, 1, 64, 7, true, long_one, false, false}; /* batch 1, pages of 64, GQA 4, 7 splits */
   check_decode(&one, 4);
 }
 
 /* an e4m3 cache with per-head scales, dequantized in registers; the
  * reference uses the same (rounded) stored values times the scales */
 Test(paged_decode, fp8_cache_with_per_head_scales) {
-  Decode c = {5, 8, 2, 16, 3, false, ragged, true};
+  Decode c = {5, 8, 2, 16, 3, false, ragged, true, false};
   check_decode(&c, 6);
+}
+
+/* an int4 cache (two values a byte, a scale per 32 values), HND strides,
+ * split; the reference dequantizes the same nibbles */
+Test(paged_decode, int4_cache_with_group_scales) {
+  Decode c = {5, 8, 2, 16, 3, true, ragged, false, true};
+  check_decode(&c, 7);
 }
 
 Test(paged_decode, pages_of_one_token) {
   static const int lens[] = {3, 40};
-  Decode c = {2, 2, 1, 1, 2, false, lens, false};
+  Decode c = {2, 2, 1, 1, 2, false, lens, false, false};
   check_decode(&c, 5);
 }
 

@@ -92,6 +92,7 @@ static const KernelSpec specs[] = {
     {"lang/std/paged_decode.tile", {NULL}},
     {"lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "1", "WARPS", "4", NULL}}, /* as libtile_attention builds d64 */
     {"lang/std/paged_decode.tile", {"KV", "f8e4m3", "SCALED", "true", NULL}},
+    {"lang/std/paged_decode.tile", {"KV", "u8", "INT4", "true", "WARPS", "4", NULL}}, /* 2 warps spill at d128 */
     {"tests/kernels/vector_add.tile", {NULL}},
     {"tests/kernels/vector_add.tile", {"T", "bf16", NULL}},
     {"tests/kernels/vector_add.tile", {"T", "i32", NULL}},
