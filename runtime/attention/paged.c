@@ -92,9 +92,9 @@ static tile_status check_problem(const char *fn, const tile_paged_problem *in, t
   if (decode && (p->batch > PAGED_MAX_GRID_YZ))
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: batch (%d) is above %d, CUDA's grid limit", fn, p->batch,
                        PAGED_MAX_GRID_YZ);
-  if (p->kv_type != TILE_PAGED_KV_BF16 && p->kv_type != TILE_PAGED_KV_E4M3)
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: kv_type %d is neither TILE_PAGED_KV_BF16 nor TILE_PAGED_KV_E4M3",
-                       fn, (int)p->kv_type);
+  if (p->kv_type != TILE_PAGED_KV_BF16 && p->kv_type != TILE_PAGED_KV_E4M3 && p->kv_type != TILE_PAGED_KV_INT4)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: kv_type %d is not one of TILE_PAGED_KV_BF16, _E4M3, _INT4", fn,
+                       (int)p->kv_type);
   *variant = -1;
   for (int v = 0; v < PAGED_VARIANTS; v++)
     if (paged_variants[v].head_dim == p->head_dim && paged_variants[v].page == p->page_size &&
@@ -105,9 +105,9 @@ static tile_status check_problem(const char *fn, const tile_paged_problem *in, t
                        "%s: no kernel for head_dim %d and page_size %d (head dims 64 and 128, pages of 1, 16, 32 or 64)",
                        fn, p->head_dim, p->page_size);
   int64_t *s = p->strides;
-  if (!s[0] && !s[1] && !s[2]) {
-    s[2] = p->head_dim;
-    s[1] = (int64_t)p->heads_kv * p->head_dim;
+  if (!s[0] && !s[1] && !s[2]) { /* NHD; in bytes for int4 (two values each) */
+    s[2] = p->kv_type == TILE_PAGED_KV_INT4 ? p->head_dim / 2 : p->head_dim;
+    s[1] = (int64_t)p->heads_kv * s[2];
     s[0] = (int64_t)p->page_size * s[1];
   }
   for (int d = 0; d < 3; d++) {
@@ -156,7 +156,8 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
   tile_status st = check_problem(fn, &plan->p, &p, &v, true);
   if (st == TILE_OK && (v != plan->variant || plan->splits < 1 || plan->splits > TILE_PAGED_MAX_SPLITS))
     st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the plan was not made by tile_paged_decode_plan", fn);
-  bool scaled = p.kv_type == TILE_PAGED_KV_E4M3, split = st == TILE_OK && plan->splits > 1;
+  bool scaled = p.kv_type == TILE_PAGED_KV_E4M3, int4 = p.kv_type == TILE_PAGED_KV_INT4;
+  bool split = st == TILE_OK && plan->splits > 1;
   const struct {
     const char *name;
     uint64_t ptr;
@@ -171,7 +172,9 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
               {"page_ids", buf->page_ids, 4, true},
               {"indptr", buf->indptr, 4, true},
               {"kv_len", buf->kv_len, 4, true},
-              {"workspace", buf->workspace, 4, split}};
+              {"workspace", buf->workspace, 4, split},
+              {"k_scales", buf->k_scales, 4, int4},
+              {"v_scales", buf->v_scales, 4, int4}};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0] && st == TILE_OK; i++)
     if (ptrs[i].needed) st = check_ptr(fn, ptrs[i].name, ptrs[i].ptr, ptrs[i].align);
   if (st == TILE_OK && !pg) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_paged is NULL", fn);
@@ -186,8 +189,8 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
       tile_arg_ptr(buf->q),        tile_arg_ptr(buf->k_cache), tile_arg_ptr(buf->v_cache), tile_arg_ptr(scale),
       tile_arg_ptr(buf->page_ids), tile_arg_ptr(buf->indptr), tile_arg_ptr(buf->kv_len),   tile_arg_i64(p.batch),
       tile_arg_i64(p.heads),       tile_arg_i64(p.heads_kv),  tile_arg_f32(p.sm_scale),    tile_arg_i64(p.strides[0]),
-      tile_arg_i64(p.strides[1]),  tile_arg_i64(p.strides[2]),  tile_arg_ptr(scale),         tile_arg_ptr(scale)};
-  /* (k_scales, v_scales: an int4 cache's; not read by these builds) */
+      tile_arg_i64(p.strides[1]),  tile_arg_i64(p.strides[2]),
+      tile_arg_ptr(int4 ? buf->k_scales : scale), tile_arg_ptr(int4 ? buf->v_scales : scale)}; /* not read but by int4 */
   uint32_t grid[3] = {(uint32_t)p.heads_kv, (uint32_t)p.batch, (uint32_t)plan->splits};
   st = tile_launch(pg->k[v][K_DECODE], grid, stream, a, PAGED_DECODE_ARGS);
   if (st != TILE_OK) {
@@ -210,6 +213,8 @@ tile_status tile_paged_append(const tile_paged *pg, const tile_paged_problem *p,
   tile_paged_problem q;
   int v;
   tile_status st = check_problem(fn, p, &q, &v, false);
+  if (st == TILE_OK && q.kv_type == TILE_PAGED_KV_INT4)
+    st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: appending to an int4 cache is not offered", fn);
   if (st == TILE_OK && new_tokens < 0)
     st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: new_tokens is %d", fn, new_tokens);
   bool scaled = st == TILE_OK && q.kv_type == TILE_PAGED_KV_E4M3;

@@ -31,7 +31,12 @@
  *
  * The cache holds bf16, or fp8 e4m3 with per-head scales: kv_scale is f32
  * [heads_kv, 2], key and value scale of each KV head (a stored value
- * times its scale is the value attended to).
+ * times its scale is the value attended to); or int4: bytes holding two
+ * values each (dimension d in the low nibble of byte d / 2 when d is even,
+ * the high one when odd, as value / scale + 8), strides in bytes (NHD's
+ * default: head_dim / 2 per head), and k_scales, v_scales f32 holding one
+ * scale per TILE_PAGED_INT4_GROUP values, laid out as the cache with every
+ * TILE_PAGED_INT4_GROUP / 2 bytes replaced by one scale.
  *
  * Split-KV: when batch * heads_kv programs cannot fill the GPU, each
  * sequence's keys are split into plan.splits chunks, each program writes
@@ -72,7 +77,11 @@ typedef struct tile_paged tile_paged;
 typedef enum tile_paged_kv_type {
   TILE_PAGED_KV_BF16 = 0,
   TILE_PAGED_KV_E4M3 = 1, /* with per-head scales (kv_scale) */
+  TILE_PAGED_KV_INT4 = 2, /* two 4-bit values a byte, a scale per TILE_PAGED_INT4_GROUP values (k_scales, v_scales) */
 } tile_paged_kv_type;
+
+/* Values per scale of an int4 cache (the kernels' INT4_GROUP). */
+#define TILE_PAGED_INT4_GROUP 32
 
 typedef struct tile_paged_problem {
   int batch, heads, heads_kv;
@@ -97,6 +106,7 @@ typedef struct tile_paged_buffers {
   uint64_t kv_scale; /* e4m3 only */
   uint64_t page_ids, indptr, kv_len;
   uint64_t workspace; /* plan.workspace_bytes (none with one split) */
+  uint64_t k_scales, v_scales; /* int4 only */
 } tile_paged_buffers;
 
 /* Loads the kernels on rt's device. */
@@ -120,7 +130,8 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
  * batch_idx[i] at position pos[i] (i32 device arrays), every KV head;
  * its page must already be listed in page_ids. An e4m3 cache is
  * quantized with the per-head scales kv_scale (stored = value / scale,
- * clamped to 448); kv_scale is not read for bf16 (0 allowed). The problem
+ * clamped to 448); kv_scale is not read for bf16 (0 allowed); an int4
+ * cache is not appended to here. The problem
  * gives kv_type, head dim, page size, heads_kv and strides. */
 tile_status tile_paged_append(const tile_paged *pg, const tile_paged_problem *p, uint64_t k_cache, uint64_t v_cache,
                               uint64_t k_new, uint64_t v_new, uint64_t batch_idx, uint64_t pos, uint64_t page_ids,

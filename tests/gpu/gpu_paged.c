@@ -1,8 +1,8 @@
 /* gpu_paged.c - GPU cases of tile_paged.h (lang/std/paged_decode.tile's
  * embedded builds): decode over a paged cache against a float64
  * reference on the gathered K/V, ragged lengths from 1 to 40,000, every
- * page size, GQA 1/4/8, split and unsplit plans, NHD and HND, bf16 and
- * e4m3 caches (the reference on the dequantized values); appending to a
+ * page size, GQA 1/4/8, split and unsplit plans, NHD and HND, bf16, e4m3
+ * and int4 caches (the reference on the dequantized values); appending to a
  * bf16 and an e4m3 cache; copying and swapping pages. Outputs are
  * poisoned first. */
 #include <math.h>
@@ -39,6 +39,8 @@ static const PagedCase cases[] = {
      {3000, 777}, 2},
     {"paged decode d64 page16 gqa4 e4m3 batch 40 (unsplit)", 40, 16, 4, 64, 16, TILE_PAGED_KV_E4M3, false,
      {5, 130, 16, 17, 1, 200, 33, 400}, 1},
+    {"paged decode d128 page16 gqa4 HND int4 group scales (split)", 3, 16, 4, 128, 16, TILE_PAGED_KV_INT4, true,
+     {2500, 1, 700}, 2},
 };
 
 typedef struct Cache {
@@ -107,28 +109,32 @@ static bool run_case(Gpu *g, const tile_paged *pg, const PagedCase *c, uint64_t 
   if (!make_cache(c, &r, &ch)) return false;
   size_t cache_n = (size_t)ch.pool * c->page * c->heads_kv * c->head_dim;
   size_t rows = (size_t)c->batch * c->heads, qn = rows * c->head_dim;
-  const char *elem = c->kv == TILE_PAGED_KV_E4M3 ? "f8e4m3" : "bf16";
-  double range = c->kv == TILE_PAGED_KV_E4M3 ? 400 : 1;
-  DBuf K = {0}, V = {0}, Q = {0}, O = {0}, L = {0}, S = {0}, I = {0}, IP = {0}, N = {0};
-  bool ok = dbuf_alloc(g, &K, "k_cache", elem, cache_n) && dbuf_alloc(g, &V, "v_cache", elem, cache_n) &&
+  bool int4 = c->kv == TILE_PAGED_KV_INT4;
+  const char *elem = int4 ? "u8" : c->kv == TILE_PAGED_KV_E4M3 ? "f8e4m3" : "bf16";
+  double lo = int4 ? 0 : c->kv == TILE_PAGED_KV_E4M3 ? -400 : -1, hi = int4 ? 255 : -lo;
+  size_t stored = int4 ? cache_n / 2 : cache_n, groups = int4 ? cache_n / TILE_PAGED_INT4_GROUP : 1;
+  DBuf K = {0}, V = {0}, Q = {0}, O = {0}, L = {0}, S = {0}, I = {0}, IP = {0}, N = {0}, KG = {0}, VG = {0};
+  bool ok = dbuf_alloc(g, &K, "k_cache", elem, stored) && dbuf_alloc(g, &V, "v_cache", elem, stored) &&
+            dbuf_alloc(g, &KG, "k_scales", "f32", groups) && dbuf_alloc(g, &VG, "v_scales", "f32", groups) &&
             dbuf_alloc(g, &Q, "q", "bf16", qn) && dbuf_alloc(g, &O, "out", "bf16", qn) &&
             dbuf_alloc(g, &L, "lse", "f32", rows) && dbuf_alloc(g, &S, "kv_scale", "f32", 2 * (size_t)c->heads_kv) &&
             dbuf_alloc(g, &I, "page_ids", "i32", (size_t)ch.pages) &&
             dbuf_alloc(g, &IP, "indptr", "i32", (size_t)c->batch + 1) && dbuf_alloc(g, &N, "kv_len", "i32", (size_t)c->batch);
   uint64_t ws = 0;
   if (ok) {
-    dbuf_fill(&K, &r, -range, range), dbuf_fill(&V, &r, -range, range), dbuf_fill(&Q, &r, -1, 1);
-    dbuf_fill(&S, &r, 0.001, 0.005);
+    dbuf_fill(&K, &r, lo, hi), dbuf_fill(&V, &r, lo, hi), dbuf_fill(&Q, &r, -1, 1);
+    dbuf_fill(&S, &r, 0.001, 0.005), dbuf_fill(&KG, &r, 0.05, 0.2), dbuf_fill(&VG, &r, 0.05, 0.2);
     dbuf_poison(&O), dbuf_poison(&L);
     for (int i = 0; i < ch.pages; i++) dbuf_set(&I, (size_t)i, ch.ids[i]);
     for (int b = 0; b <= c->batch; b++) dbuf_set(&IP, (size_t)b, ch.indptr[b]);
     int maxlen = 0;
     for (int b = 0; b < c->batch; b++) dbuf_set(&N, (size_t)b, ch.lens[b]), maxlen = ch.lens[b] > maxlen ? ch.lens[b] : maxlen;
-    DBuf *all[] = {&K, &V, &Q, &O, &L, &S, &I, &IP, &N};
+    DBuf *all[] = {&K, &V, &Q, &O, &L, &S, &I, &IP, &N, &KG, &VG};
     for (size_t i = 0; i < sizeof all / sizeof all[0] && ok; i++) ok = dbuf_upload(g, all[i]);
     tile_paged_problem p = {.batch = c->batch, .heads = c->heads, .heads_kv = c->heads_kv, .head_dim = c->head_dim,
                             .page_size = c->page, .kv_type = c->kv, .max_kv_len = maxlen};
-    if (c->hnd) memcpy(p.strides, ch.st, sizeof ch.st);
+    if (c->hnd)
+      for (int i = 0; i < 3; i++) p.strides[i] = int4 ? ch.st[i] / 2 : ch.st[i]; /* int4: bytes */
     tile_paged_plan plan;
     if (ok && tile_paged_decode_plan(pg, &p, &plan) != TILE_OK) {
       printf("  plan: %s\n", tile_last_error());
@@ -140,7 +146,8 @@ static bool run_case(Gpu *g, const tile_paged *pg, const PagedCase *c, uint64_t 
     }
     if (ok && plan.workspace_bytes) ok = tile_mem_alloc(g->rt, plan.workspace_bytes, &ws) == TILE_OK;
     tile_paged_buffers bf = {.out = O.dev, .lse = L.dev, .q = Q.dev, .k_cache = K.dev, .v_cache = V.dev,
-                             .kv_scale = S.dev, .page_ids = I.dev, .indptr = IP.dev, .kv_len = N.dev, .workspace = ws};
+                             .kv_scale = S.dev, .page_ids = I.dev, .indptr = IP.dev, .kv_len = N.dev, .workspace = ws,
+                             .k_scales = KG.dev, .v_scales = VG.dev};
     if (ok && (tile_paged_decode(pg, &plan, &bf, NULL) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
       printf("  decode: %s\n", tile_last_error());
       ok = false;
@@ -148,6 +155,16 @@ static bool run_case(Gpu *g, const tile_paged *pg, const PagedCase *c, uint64_t 
     ok = ok && dbuf_download(g, &O) && dbuf_download(g, &L);
     if (ok) {
       double *q = dbuf_doubles(&Q), *k = dbuf_doubles(&K), *v = dbuf_doubles(&V);
+      if (int4 && k && v) { /* the logical values at logical offsets x: byte x / 2, nibble x % 2, scale x / group */
+        double *kd = malloc(cache_n * sizeof *kd), *vd = malloc(cache_n * sizeof *vd);
+        for (size_t x = 0; kd && vd && x < cache_n; x++) {
+          int kb = (int)k[x / 2], vb = (int)v[x / 2], sh = (int)(x % 2) * 4;
+          kd[x] = (((kb >> sh) & 15) - 8) * dbuf_get(&KG, x / TILE_PAGED_INT4_GROUP);
+          vd[x] = (((vb >> sh) & 15) - 8) * dbuf_get(&VG, x / TILE_PAGED_INT4_GROUP);
+        }
+        free(k), free(v);
+        k = kd, v = vd;
+      }
       float sc[2 * 64];
       for (int i = 0; i < 2 * c->heads_kv; i++) sc[i] = (float)dbuf_get(&S, (size_t)i);
       double *want = malloc((size_t)c->head_dim * sizeof *want), err = 0, ref = 0, lerr = 0;
@@ -175,7 +192,7 @@ static bool run_case(Gpu *g, const tile_paged *pg, const PagedCase *c, uint64_t 
     }
   }
   if (ws) tile_mem_free(g->rt, ws);
-  DBuf *all[] = {&K, &V, &Q, &O, &L, &S, &I, &IP, &N};
+  DBuf *all[] = {&K, &V, &Q, &O, &L, &S, &I, &IP, &N, &KG, &VG};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]->host) dbuf_free(g, all[i]);
   free(ch.ids);

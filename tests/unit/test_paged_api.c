@@ -48,7 +48,7 @@ Test(paged_api, problems_are_checked_field_by_field) {
   p = good, p.max_kv_len = 0;
   expect_plan_error(&p, "max_kv_len (0) must be at least 1");
   p = good, p.kv_type = (tile_paged_kv_type)7;
-  expect_plan_error(&p, "kv_type 7 is neither");
+  expect_plan_error(&p, "kv_type 7 is not one of TILE_PAGED_KV_BF16, _E4M3, _INT4");
   p = good, p.strides[0] = 16384, p.strides[1] = 1024, p.strides[2] = 100;
   expect_plan_error(&p, "strides[2] is 100: strides must be positive multiples of 16");
   p = good, p.strides[0] = 16384, p.strides[1] = (int64_t)1 << 32, p.strides[2] = 128;
@@ -61,11 +61,19 @@ Test(paged_api, problems_are_checked_field_by_field) {
 
 Test(paged_api, buffers_are_checked) {
   tile_paged_plan plan = {.p = good, .splits = 1, .variant = 0};
-  tile_paged_buffers b = {P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), P(9), 0};
+  tile_paged_buffers b = {P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), P(9), 0, 0, 0};
   /* the plan names another variant than its problem's */
   tile_status st = tile_paged_decode(NULL, &plan, &b, NULL);
   cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "the plan was not made by tile_paged_decode_plan"), "%s", tile_last_error());
+  /* an int4 plan (its variant: the table's order, d128 page 16 int4) needs the group scales */
+  tile_paged_plan p4 = {.p = good, .splits = 1, .variant = 3 * 4 + 3 + 2};
+  p4.p.kv_type = TILE_PAGED_KV_INT4;
+  st = tile_paged_decode(NULL, &p4, &b, NULL);
+  cr_expect(strstr(tile_last_error(), "tile_paged_decode: k_scales is 0"), "%s", tile_last_error());
+  b.k_scales = P(10), b.v_scales = P(11);
+  st = tile_paged_decode(NULL, &p4, &b, NULL);
+  cr_expect(strstr(tile_last_error(), "the tile_paged is NULL"), "%s", tile_last_error());
   cr_expect_eq(tile_paged_decode(NULL, NULL, &b, NULL), TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "plan is NULL"), "%s", tile_last_error());
   /* tile_paged_append: pointers checked, then the handle */
@@ -80,6 +88,9 @@ Test(paged_api, buffers_are_checked) {
   a.kv_type = TILE_PAGED_KV_E4M3;
   st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, 10, NULL);
   cr_expect(strstr(tile_last_error(), "kv_scale is 0"), "%s", tile_last_error());
+  a.kv_type = TILE_PAGED_KV_INT4;
+  st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, 10, NULL);
+  cr_expect(strstr(tile_last_error(), "appending to an int4 cache is not offered"), "%s", tile_last_error());
   a.kv_type = TILE_PAGED_KV_BF16;
   st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), 0, 10, NULL);
   cr_expect(strstr(tile_last_error(), "the tile_paged is NULL"), "%s", tile_last_error());
