@@ -124,10 +124,14 @@ static void report(tc_compilation *c, const char *what, char *msg) {
 
 /* Lowers every kernel and links them into one module (NULL on error).
  * Each kernel's lowered IR and layouts go to `dump` (--emit=lowered). */
-static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx, const GpuOptions *opt, StrBuf *dump) {
+static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx, const GpuOptions *options, const bool *added,
+                               StrBuf *dump) {
   LLVMModuleRef all = NULL;
   for (int i = 0; i < c->module->nfuncs; i++) {
     const Func *f = c->module->funcs[i];
+    GpuOptions kopt = *options;
+    kopt.added_addresses = added[i];
+    const GpuOptions *opt = &kopt;
     Arena a;
     arena_init(&a);
     GpuKernel k;
@@ -214,17 +218,12 @@ static bool assemble(tc_compilation *c, const tc_codegen_options *o) {
   cr.data = NULL;
   record_stats(c, &cr);
   cubin_result_free(&cr);
-  return report_spills(c, o);
+  return true;
 }
 
-bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
-  tc_codegen_options defaults = {.linker = TC_LINKER_AUTO};
-  const tc_codegen_options *o = options ? options : &defaults;
-  if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
-  if (o->arch && strcmp(o->arch, "sm_90a") != 0) {
-    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "GPU back end: target '%s' is not supported (only sm_90a)", o->arch);
-    return false;
-  }
+/* One pass: lower (kernel i with added-address conversions where
+ * added[i]), optimize, PTX, cubin. */
+static bool generate_once(tc_compilation *c, const tc_codegen_options *o, const bool *added) {
   codegen_free(c);
   c->code = calloc((size_t)c->module->nfuncs, sizeof(KernelCode));
   Target t;
@@ -234,11 +233,11 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
     return false;
   }
   GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name, c->diags.files,
-                     c->diags.nfiles};
+                     c->diags.nfiles, false};
   LLVMContextRef ctx = LLVMContextCreate();
   StrBuf sb;
   sb_init(&sb);
-  LLVMModuleRef m = lower_all(c, ctx, &gopt, &sb);
+  LLVMModuleRef m = lower_all(c, ctx, &gopt, added, &sb);
   c->lowered = sb_take(&sb);
   bool ok = m != NULL;
   if (ok && !(ok = target_optimize(&t, m, &err))) report(c, "GPU back end", err);
@@ -256,7 +255,46 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   if (m) LLVMDisposeModule(m);
   LLVMContextDispose(ctx);
   target_destroy(&t);
-  ok = ok && assemble(c, o);
+  return ok && assemble(c, o);
+}
+
+static int spill_bytes(const tc_compilation *c, int i) {
+  return c->code[i].stats.spill_store_bytes + c->code[i].stats.spill_load_bytes;
+}
+
+bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
+  tc_codegen_options defaults = {.linker = TC_LINKER_AUTO};
+  const tc_codegen_options *o = options ? options : &defaults;
+  if (c->diags.errors || !c->module || !c->module->nfuncs) return false;
+  if (o->arch && strcmp(o->arch, "sm_90a") != 0) {
+    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "GPU back end: target '%s' is not supported (only sm_90a)", o->arch);
+    return false;
+  }
+  int n = c->module->nfuncs;
+  bool *added = calloc((size_t)n, sizeof *added);
+  int *spilled = calloc((size_t)n, sizeof *spilled);
+  bool ok = generate_once(c, o, added);
+  /* A kernel that spills is lowered again with conversions whose
+   * addresses need no extra registers (GpuOptions.added_addresses); the
+   * pass with fewer spill bytes in total stays. */
+  bool retry = false;
+  for (int i = 0; ok && i < n; i++) {
+    spilled[i] = spill_bytes(c, i);
+    if (spilled[i]) added[i] = retry = true;
+  }
+  if (retry) {
+    int before = 0, after = 0;
+    for (int i = 0; i < n; i++) before += spilled[i];
+    ok = generate_once(c, o, added);
+    for (int i = 0; ok && i < n; i++) after += spill_bytes(c, i);
+    if (!ok || after >= before) {
+      memset(added, 0, sizeof *added * (size_t)n);
+      ok = generate_once(c, o, added);
+    }
+  }
+  free(added);
+  free(spilled);
+  ok = ok && (o->linker == TC_LINKER_NONE || report_spills(c, o));
   c->generated = ok;
   return ok;
 }

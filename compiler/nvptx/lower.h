@@ -74,6 +74,11 @@ typedef struct GpuOptions {
   const char *source_name;
   const Source *const *files;
   int nfiles;
+  /* Layout conversions through shared memory only in scratch layouts
+   * whose addresses add a constant per register (no XOR swizzle that
+   * costs a register per constant): the retry for a kernel that spilled
+   * (layout/exchange.h). */
+  bool added_addresses;
 } GpuOptions;
 
 /* A kernel ready to lower: its lowered IR (a copy of the tile IR, with

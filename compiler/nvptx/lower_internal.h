@@ -7,6 +7,7 @@
 #ifndef TILE_LOWER_INTERNAL_H
 #define TILE_LOWER_INTERNAL_H
 
+#include "../layout/exchange.h"
 #include "../layout/smem.h"
 #include "../util/ptrmap.h"
 #include "lower.h"
@@ -43,6 +44,9 @@ typedef struct ThreadInfo {
 typedef struct LBuf {
   LLVMValueRef ptr; /* ptr addrspace(3) */
   SmemLayout layout;
+  /* each thread's part of the offsets is computed where it is used, not
+   * once in the entry block (scratch layouts used once) */
+  bool here;
 } LBuf;
 
 /* Which warps the code being lowered runs on (warp_split). */
@@ -181,6 +185,10 @@ void lower_smem_alloc(Lower *L, const Op *op);
 void lower_smem_index(Lower *L, const Op *op);
 void lower_smem_store(Lower *L, const Op *op);
 LTile *lower_smem_load(Lower *L, const Op *op, const Layout *l);
+/* A register tile written to / read from a shared tile (vectors of up to
+ * 16 bytes; ldmatrix where the layout allows). */
+void lower_write_smem(Lower *L, const LBuf *b, const LTile *t, ScalarKind k);
+LTile *lower_read_smem(Lower *L, const LBuf *b, const Layout *l, ScalarKind k);
 void lower_async_copy(Lower *L, const Op *op);
 void lower_async_commit(Lower *L);
 void lower_async_wait(Lower *L, const Op *op);

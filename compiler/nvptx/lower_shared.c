@@ -65,8 +65,8 @@ typedef struct ThreadOffset {
 } ThreadOffset;
 
 /* XOR of the offsets of the lane and warp bases of this thread (entry block). */
-static ThreadOffset thread_offset(Lower *L, const Layout *l, const SmemLayout *sl) {
-  LLVMBuilderRef b = L->entry_b;
+static ThreadOffset thread_offset(Lower *L, const Layout *l, const SmemLayout *sl, bool here) {
+  LLVMBuilderRef b = here ? L->b : L->entry_b;
   ThreadOffset t = {const_i32(L, 0), 0};
   const uint32_t *bases[2] = {l->lane, l->warp};
   int counts[2] = {l->nlane, l->nwarp};
@@ -80,29 +80,6 @@ static ThreadOffset thread_offset(Lower *L, const Layout *l, const SmemLayout *s
       t.bits |= o;
     }
   return t;
-}
-
-/* Registers moved together: the leading register bases must land on
- * consecutive bytes and nothing else may touch the bytes inside. */
-static bool touches_low_bytes(const uint32_t *bases, int n, const SmemLayout *sl, uint32_t low) {
-  for (int i = 0; i < n; i++)
-    if (smem_offset(sl, bases[i]) & low) return true;
-  return false;
-}
-
-static int vector_regs(const Layout *l, const SmemLayout *sl, int eb) {
-  int v = 1, j = 0;
-  while (j < l->nreg && v * 2 * eb <= VECTOR_BYTES && smem_offset(sl, l->reg[j]) == (uint32_t)(eb * v)) {
-    v *= 2;
-    j++;
-  }
-  for (; v > 1; v /= 2, j--) {
-    uint32_t low = (uint32_t)(v * eb) - 1;
-    if (!touches_low_bytes(l->reg + j, l->nreg - j, sl, low) && !touches_low_bytes(l->lane, l->nlane, sl, low) &&
-        !touches_low_bytes(l->warp, l->nwarp, sl, low))
-      break;
-  }
-  return v;
 }
 
 /* Pointer to the register group starting at register r. */
@@ -176,8 +153,8 @@ static void write_tile_part(Lower *L, const LBuf *b, const LTile *t, ScalarKind 
     l = &part;
     tsel = thread_select(L, t->layout, pt, &varies);
   }
-  ThreadOffset to = thread_offset(L, l, &b->layout);
-  int v = vector_regs(l, &b->layout, eb);
+  ThreadOffset to = thread_offset(L, l, &b->layout, b->here);
+  int v = smem_vector_elems(l, &b->layout);
   LLVMTypeRef et = llvm_mem_type(L, k);
   for (int r = 0; r < t->nregs; r += v) {
     LLVMBasicBlockRef skip = NULL;
@@ -198,7 +175,10 @@ static void write_tile_part(Lower *L, const LBuf *b, const LTile *t, ScalarKind 
       val = k == SK_I1 ? LLVMBuildZExt(L->b, t->regs[r], L->t_i8, "") : t->regs[r];
     } else {
       val = LLVMGetUndef(LLVMVectorType(et, (unsigned)v));
-      for (int i = 0; i < v; i++) val = LLVMBuildInsertElement(L->b, val, t->regs[r + i], const_i32(L, i), "");
+      for (int i = 0; i < v; i++) {
+        LLVMValueRef x = k == SK_I1 ? LLVMBuildZExt(L->b, t->regs[r + i], L->t_i8, "") : t->regs[r + i];
+        val = LLVMBuildInsertElement(L->b, val, x, const_i32(L, i), "");
+      }
     }
     LLVMSetAlignment(LLVMBuildStore(L->b, val, p), (unsigned)(v * eb));
     if (skip) {
@@ -210,11 +190,42 @@ static void write_tile_part(Lower *L, const LBuf *b, const LTile *t, ScalarKind 
 
 static void write_tile(Lower *L, const LBuf *b, const LTile *t, ScalarKind k) { write_tile_part(L, b, t, k, NULL); }
 
+/* ldmatrix: each lane gives the address of one 16-byte matrix row; result
+ * register j of the instruction holds elements 2j and 2j + 1 of its group
+ * of registers (low half first). The NVVM intrinsic reads memory like a
+ * load, so LLVM orders it after the barriers and ptxas may schedule it. */
+static void read_ldmatrix(Lower *L, const LBuf *b, const SmemLdsm *f, ScalarKind k, LTile *t) {
+  ThreadOffset to = thread_offset(L, &f->addr, &b->layout, b->here);
+  char name[96];
+  int m = f->matrices;
+  snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d%s.b16.p3", m,
+           f->kind == SMEM_LDSM_TRANS ? ".trans" : "");
+  LLVMTypeRef it[SMEM_LDSM_MAX_MATRICES] = {L->t_i32, L->t_i32, L->t_i32, L->t_i32};
+  LLVMTypeRef ret = m == 1 ? L->t_i32 : LLVMStructTypeInContext(L->ctx, it, (unsigned)m, 0);
+  LLVMTypeRef pair = LLVMVectorType(llvm_mem_type(L, k), 2);
+  for (int g = 0; g * f->regs < t->nregs; g++) {
+    LLVMValueRef p = reg_ptr(L, b, &f->addr, to, g);
+    LLVMValueRef r = call_intrinsic(L, name, ret, &p, 1);
+    mark_convergent(L, r);
+    for (int j = 0; j < m; j++) {
+      LLVMValueRef w = m == 1 ? r : LLVMBuildExtractValue(L->b, r, (unsigned)j, "");
+      LLVMValueRef v = LLVMBuildBitCast(L->b, w, pair, "");
+      for (int h = 0; h < 2; h++)
+        t->regs[g * f->regs + 2 * j + h] = LLVMBuildExtractElement(L->b, v, const_i32(L, h), "");
+    }
+  }
+}
+
 static LTile *read_tile(Lower *L, const LBuf *b, const Layout *l, ScalarKind k) {
   int eb = scalar_bytes(k);
   LTile *t = lt_new(L, l);
-  ThreadOffset to = thread_offset(L, l, &b->layout);
-  int v = vector_regs(l, &b->layout, eb);
+  SmemLdsm f;
+  if (scalar_bits(k) == 16 && smem_ldmatrix(l, &b->layout, &f)) {
+    read_ldmatrix(L, b, &f, k, t);
+    return t;
+  }
+  ThreadOffset to = thread_offset(L, l, &b->layout, b->here);
+  int v = smem_vector_elems(l, &b->layout);
   LLVMTypeRef et = llvm_mem_type(L, k);
   for (int r = 0; r < t->nregs; r += v) {
     LLVMValueRef p = reg_ptr(L, b, l, to, r);
@@ -224,10 +235,17 @@ static LTile *read_tile(Lower *L, const LBuf *b, const Layout *l, ScalarKind k) 
       t->regs[r] = k == SK_I1 ? LLVMBuildTrunc(L->b, x, L->t_i1, "") : x;
       continue;
     }
-    for (int i = 0; i < v; i++) t->regs[r + i] = LLVMBuildExtractElement(L->b, x, const_i32(L, i), "");
+    for (int i = 0; i < v; i++) {
+      LLVMValueRef e = LLVMBuildExtractElement(L->b, x, const_i32(L, i), "");
+      t->regs[r + i] = k == SK_I1 ? LLVMBuildTrunc(L->b, e, L->t_i1, "") : e;
+    }
   }
   return t;
 }
+
+void lower_write_smem(Lower *L, const LBuf *b, const LTile *t, ScalarKind k) { write_tile(L, b, t, k); }
+
+LTile *lower_read_smem(Lower *L, const LBuf *b, const Layout *l, ScalarKind k) { return read_tile(L, b, l, k); }
 
 void lower_smem_store(Lower *L, const Op *op) {
   LBuf *b = get_buf(L, op->operands[0]);
@@ -261,7 +279,7 @@ void lower_async_copy(Lower *L, const Op *op) {
   if (!p || (mv && !m)) return;
   ScalarKind k = (ScalarKind)pv->type.pointee;
   int eb = scalar_bytes(k);
-  int v = vector_regs(l, &b->layout, eb);
+  int v = smem_vector_elems(l, &b->layout);
   int w = axis_vector_width(L->axes, pv, mv, v);
   if (w > v) w = v;
   if (w * eb < CP_ASYNC_MIN_BYTES) {
@@ -271,7 +289,7 @@ void lower_async_copy(Lower *L, const Op *op) {
   int bytes = w * eb;
   char text[96];
   snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == VECTOR_BYTES ? "cg" : "ca", bytes);
-  ThreadOffset to = thread_offset(L, l, &b->layout);
+  ThreadOffset to = thread_offset(L, l, &b->layout, b->here);
   for (int r = 0; r < p->nregs; r += w) {
     LLVMValueRef dst = smem_addr32(L, reg_ptr(L, b, l, to, r));
     LLVMValueRef size = const_i32(L, bytes);
