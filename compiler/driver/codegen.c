@@ -272,19 +272,17 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   }
   int n = c->module->nfuncs;
   bool *added = calloc((size_t)n, sizeof *added);
-  int *spilled = calloc((size_t)n, sizeof *spilled);
   bool ok = generate_once(c, o, added);
   /* A kernel that spills is lowered again with conversions whose
    * addresses need no extra registers (GpuOptions.added_addresses); the
    * pass with fewer spill bytes in total stays. */
-  bool retry = false;
+  int before = 0;
   for (int i = 0; ok && i < n; i++) {
-    spilled[i] = spill_bytes(c, i);
-    if (spilled[i]) added[i] = retry = true;
+    added[i] = spill_bytes(c, i) > 0;
+    before += spill_bytes(c, i);
   }
-  if (retry) {
-    int before = 0, after = 0;
-    for (int i = 0; i < n; i++) before += spilled[i];
+  if (before) {
+    int after = 0;
     ok = generate_once(c, o, added);
     for (int i = 0; ok && i < n; i++) after += spill_bytes(c, i);
     if (!ok || after >= before) {
@@ -293,7 +291,6 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
     }
   }
   free(added);
-  free(spilled);
   ok = ok && (o->linker == TC_LINKER_NONE || report_spills(c, o));
   c->generated = ok;
   return ok;

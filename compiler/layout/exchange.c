@@ -180,10 +180,6 @@ static bool order_offsets(const uint32_t *x, int nx, int nbits, uint32_t *offset
   return true;
 }
 
-typedef struct Candidate {
-  uint32_t elem_off[LAYOUT_MAX_FLAT_BITS]; /* element offset of each flat bit, before the swizzle */
-} Candidate;
-
 static void fill_layout(SmemLayout *sl, const uint32_t *elem_off, const uint32_t *swz, int nbits, int eb) {
   for (int i = 0; i < nbits; i++) {
     uint32_t o = elem_off[i], s = o;
@@ -195,8 +191,8 @@ static void fill_layout(SmemLayout *sl, const uint32_t *elem_off, const uint32_t
 
 /* Swizzle targets from the lanes of one access: each lane basis whose
  * offset has bits above the bank range gets a bank bit of its own. */
-static int lane_swizzle(const uint32_t *lane_off, int nlanes, int hi, int t0, int width, uint32_t *swz, int *used,
-                        uint32_t *rows, int *nrows) {
+static void lane_swizzle(const uint32_t *lane_off, int nlanes, int hi, int t0, int width, uint32_t *swz, int *used,
+                         uint32_t *rows, int *nrows) {
   for (int k = 0; k < nlanes && *used < width; k++) {
     uint32_t v = lane_off[k] >> hi << hi;
     for (int r = 0; r < *nrows; r++)
@@ -211,7 +207,6 @@ static int lane_swizzle(const uint32_t *lane_off, int nlanes, int hi, int t0, in
       rows[r] = rows[r - 1], rows[r - 1] = t;
     }
   }
-  return *used;
 }
 
 /* Offsets (elements, before any swizzle) of the lane bases one access
@@ -234,7 +229,9 @@ static int access_lanes(const Layout *l, const SmemLayout *plain, bool load, boo
 bool smem_exchange_layout(const Layout *src, const Layout *dst, int elem_bytes, bool ldsm, bool xor_addresses,
                           SmemLayout *out) {
   int nbits = layout_flat_bits(src);
-  if (nbits != layout_flat_bits(dst) || !smem_layout(src->rank, src->shape, elem_bytes, 0, out)) return false;
+  /* (only the offsets of the flat bits matter: a rank-1 tile of the size) */
+  int32_t numel = 1 << nbits;
+  if (nbits != layout_flat_bits(dst) || !smem_layout(1, &numel, elem_bytes, 0, out)) return false;
   int eb = elem_bytes, lg = log2u((uint32_t)eb);
   /* the orders tried */
   uint32_t orders[EXCHANGE_ORDERS][LAYOUT_LANE_BITS];
@@ -247,14 +244,14 @@ bool smem_exchange_layout(const Layout *src, const Layout *dst, int elem_bytes, 
     memcpy(orders[4], trans, sizeof trans);
     norder[3] = norder[4] = 3;
   }
-  SmemLayout best = *out, cand = *out, best_plain = *out;
-  int best_cost = -1, plain_cost = -1;
+  SmemLayout best = *out, cand = *out;
+  int best_cost = -1;
   for (int o = 0; o < EXCHANGE_ORDERS; o++) {
     if (o > 0 && norder[o] == 0) continue;
-    Candidate c;
-    if (!order_offsets(orders[o], norder[o], nbits, c.elem_off)) continue;
+    uint32_t elem_off[LAYOUT_MAX_FLAT_BITS]; /* of each flat bit, before the swizzle */
+    if (!order_offsets(orders[o], norder[o], nbits, elem_off)) continue;
     uint32_t none[LAYOUT_MAX_FLAT_BITS] = {0};
-    fill_layout(&cand, c.elem_off, none, nbits, eb);
+    fill_layout(&cand, elem_off, none, nbits, eb);
     SmemLayout plain = cand;
     /* the bank bits a swizzle may change: above the vectors of both
      * accesses (16-byte ldmatrix rows), within bytes 4..127 */
@@ -283,26 +280,23 @@ bool smem_exchange_layout(const Layout *src, const Layout *dst, int elem_bytes, 
       }
     }
     for (int s = 0; s < nswz; s++) {
-      fill_layout(&cand, c.elem_off, swz[s], nbits, eb);
-      int cost = smem_store_wavefronts(src, &cand) + smem_load_wavefronts(dst, &cand, ldsm);
+      fill_layout(&cand, elem_off, swz[s], nbits, eb);
+      /* XORed addresses take a register per distinct constant part, which
+       * a kernel near its register ceiling pays in spills (the back end
+       * then lowers it again without them) */
       SmemLdsm lf;
-      bool ov = offsets_overlap(src, &cand, smem_vector_elems(src, &cand)) ||
-                (ldsm && smem_ldmatrix(dst, &cand, &lf) ? offsets_overlap(&lf.addr, &cand, 1)
-                                                         : offsets_overlap(dst, &cand, smem_vector_elems(dst, &cand)));
+      if (!xor_addresses &&
+          (offsets_overlap(src, &cand, smem_vector_elems(src, &cand)) ||
+           (ldsm && smem_ldmatrix(dst, &cand, &lf) ? offsets_overlap(&lf.addr, &cand, 1)
+                                                   : offsets_overlap(dst, &cand, smem_vector_elems(dst, &cand)))))
+        continue;
+      int cost = smem_store_wavefronts(src, &cand) + smem_load_wavefronts(dst, &cand, ldsm);
       if (best_cost < 0 || cost < best_cost) {
         best_cost = cost;
         best = cand;
       }
-      if (!ov && (plain_cost < 0 || cost < plain_cost)) {
-        plain_cost = cost;
-        best_plain = cand;
-      }
     }
   }
-  /* XORed addresses take a register per distinct constant part, which a
-   * kernel near its register ceiling pays in spills (the back end then
-   * lowers it again without them) */
-  if (plain_cost >= 0 && !xor_addresses) best = best_plain;
   *out = best;
   return true;
 }

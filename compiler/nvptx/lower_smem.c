@@ -59,22 +59,16 @@ LTile *convert_tile(Lower *L, const LTile *src, const Layout *dst, ScalarKind k)
   }
   /* Through shared memory (also for lane-only moves, for now), in the
    * scratch layout with the fewest bank conflicts (layout/exchange.h). */
-  unsigned bytes = (1u << layout_flat_bits(dst)) * (unsigned)scalar_bytes(k);
   LBuf xb = {.here = true};
-  if (smem_exchange_layout(src->layout, dst, scalar_bytes(k), true, !L->opt->added_addresses, &xb.layout)) {
-    unsigned base = smem_need(L, bytes);
-    xb.ptr = smem_ptr(L, const_i32(L, base));
-    barrier(L);
-    lower_write_smem(L, &xb, src, k);
-    barrier(L);
-    return lower_read_smem(L, &xb, dst, k);
+  if (!smem_exchange_layout(src->layout, dst, scalar_bytes(k), true, !L->opt->added_addresses, &xb.layout)) {
+    lower_error(L, L->cur_op, "internal: conversion between layouts of different sizes");
+    return NULL;
   }
-  unsigned base = smem_need(L, bytes);
+  xb.ptr = smem_ptr(L, const_i32(L, smem_need(L, xb.layout.bytes)));
   barrier(L);
-  for (int r = 0; r < src->nregs; r++) smem_store(L, k, base, flat_index(L, src->layout, (uint32_t)r), src->regs[r]);
+  lower_write_smem(L, &xb, src, k);
   barrier(L);
-  for (int r = 0; r < t->nregs; r++) t->regs[r] = smem_load(L, k, base, flat_index(L, dst, (uint32_t)r));
-  return t;
+  return lower_read_smem(L, &xb, dst, k);
 }
 
 /* ---- shuffles ---- */
