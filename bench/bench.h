@@ -31,6 +31,8 @@ double bench_copy_gbps(Gpu *g, size_t bytes);
 
 /* decode_bench.c: paged decode attention at the anchor shapes. */
 void bench_decode(Gpu *g);
+/* decode_bench.c: paged prefill against the contiguous forward. */
+void bench_prefill(Gpu *g);
 
 /* attention_bench.c: the flash attention forwards and the backward at the
  * anchor shapes (../shared/ANCHORS.md). */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "tile_attention.h"
 #include "tile_paged.h"
 
 #define DECODE_NAME_BYTES 160
@@ -202,5 +203,145 @@ void bench_decode(Gpu *g) {
     double tokens = (double)s->batch * s->len;
     if (ms > 0 && ms8 > 0) bench_add_row(name, tokens / (ms8 * 1e3), tokens / (ms * 1e3), "Mtok/s");
   }
+  tile_paged_destroy(pg);
+}
+
+/* `tile-gpu bench prefill`: paged_prefill through tile_paged_prefill at
+ * batch 8, 32 query heads over 8 KV heads, d128, pages of 16 (shuffled,
+ * NHD): 2048-token prompts with no cached prefix, causal and full, against
+ * the contiguous forward of tile_attention.h (flash_attention_ws.tile,
+ * BSHD, the same tensors' layout) in TFLOP/s; 512 new tokens after a
+ * 3584-token prefix, causal (against the contiguous causal 2k figure: no
+ * contiguous kernel takes queries and keys of different lengths); and the
+ * e4m3 cache in tokens per second against bf16. */
+#define PREFILL_BATCH 8
+#define PREFILL_HEADS_KV 8
+
+typedef struct PrefillCall {
+  const tile_paged *pg;
+  tile_paged_plan plan;
+  tile_paged_buffers buf;
+  tile_attention *att;
+  tile_attention_problem ap;
+  uint64_t out, lse, q, k, v;
+} PrefillCall;
+
+static bool do_prefill(void *ctx) {
+  PrefillCall *c = ctx;
+  if (tile_paged_prefill(c->pg, &c->plan, &c->buf, NULL) != TILE_OK) {
+    printf("  tile_paged_prefill: %s\n", tile_last_error());
+    return false;
+  }
+  return true;
+}
+
+static bool do_contiguous(void *ctx) {
+  PrefillCall *c = ctx;
+  if (tile_attention_forward(c->att, &c->ap, c->out, c->lse, c->q, c->k, c->v, NULL) != TILE_OK) {
+    printf("  tile_attention_forward: %s\n", tile_last_error());
+    return false;
+  }
+  return true;
+}
+
+/* Milliseconds of one prefill of q_len new tokens per sequence after
+ * `prefix` cached ones; with att, the contiguous forward's too (prefix 0). */
+static double time_prefill(Gpu *g, const tile_paged *pg, tile_attention *att, int q_len, int prefix, bool causal,
+                           tile_paged_kv_type kv, double *contiguous_ms) {
+  int len = prefix + q_len, B = PREFILL_BATCH;
+  size_t per_seq = (size_t)(len + DECODE_PAGE - 1) / DECODE_PAGE, pages = per_seq * B;
+  size_t elems = pages * DECODE_PAGE * PREFILL_HEADS_KV * DECODE_DIM, qn = (size_t)B * q_len * DECODE_HEADS * DECODE_DIM;
+  const char *elem = kv == TILE_PAGED_KV_E4M3 ? "f8e4m3" : "bf16";
+  double range = kv == TILE_PAGED_KV_E4M3 ? 200 : 1, ms = -1;
+  int32_t *ids = malloc(pages * sizeof *ids), indptr[PREFILL_BATCH + 1], lens[PREFILL_BATCH], qo[PREFILL_BATCH + 1];
+  float scales[2 * PREFILL_HEADS_KV];
+  uint64_t bufs[13] = {0};
+  PrefillCall c = {.pg = pg, .att = att};
+  if (!ids) goto done;
+  Rng r = {(uint64_t)len * 7 + (uint64_t)q_len};
+  for (size_t i = 0; i < pages; i++) ids[i] = (int32_t)i;
+  for (size_t i = pages; i > 1; i--) {
+    size_t j = (size_t)rng_uniform(&r, 0, (double)i);
+    if (j >= i) j = i - 1;
+    int32_t t = ids[i - 1];
+    ids[i - 1] = ids[j], ids[j] = t;
+  }
+  for (int b = 0; b <= B; b++) indptr[b] = (int32_t)((size_t)b * per_seq), qo[b] = b * q_len;
+  for (int b = 0; b < B; b++) lens[b] = len;
+  for (int h = 0; h < 2 * PREFILL_HEADS_KV; h++) scales[h] = 1.0f / 200;
+  bufs[0] = bench_dev_fill(g, elem, elems, range, 1);
+  bufs[1] = bench_dev_fill(g, elem, elems, range, 2);
+  bufs[2] = bench_dev_fill(g, "bf16", qn, 1, 3);
+  bufs[3] = bench_dev_fill(g, "bf16", qn, 0, 0);
+  bufs[4] = bench_dev_fill(g, "f32", qn / DECODE_DIM, 0, 0);
+  bufs[5] = dev_i32(g, ids, pages);
+  bufs[6] = dev_i32(g, indptr, (size_t)B + 1);
+  bufs[7] = dev_i32(g, lens, (size_t)B);
+  bufs[8] = dev_i32(g, (const int32_t *)scales, 2 * PREFILL_HEADS_KV);
+  bufs[9] = dev_i32(g, qo, (size_t)B + 1);
+  for (int i = 0; i < 10; i++)
+    if (!bufs[i]) goto done;
+  tile_paged_problem p = {.batch = B, .heads = DECODE_HEADS, .heads_kv = PREFILL_HEADS_KV, .head_dim = DECODE_DIM,
+                          .page_size = DECODE_PAGE, .kv_type = kv, .max_kv_len = len, .max_q_len = q_len,
+                          .causal = causal};
+  if (tile_paged_prefill_plan(pg, &p, &c.plan) != TILE_OK) {
+    printf("  tile_paged_prefill_plan: %s\n", tile_last_error());
+    goto done;
+  }
+  c.buf = (tile_paged_buffers){.out = bufs[3], .lse = bufs[4], .q = bufs[2], .k_cache = bufs[0], .v_cache = bufs[1],
+                               .kv_scale = bufs[8], .page_ids = bufs[5], .indptr = bufs[6], .kv_len = bufs[7],
+                               .qo_indptr = bufs[9]};
+  ms = bench_time_ms(g, do_prefill, &c);
+  if (att && contiguous_ms) { /* the same shapes contiguous, BSHD: [batch, seqlen, heads, d] */
+    size_t kvn = (size_t)B * len * PREFILL_HEADS_KV * DECODE_DIM;
+    bufs[10] = bench_dev_fill(g, "bf16", kvn, 1, 4);
+    bufs[11] = bench_dev_fill(g, "bf16", kvn, 1, 5);
+    bufs[12] = bench_dev_fill(g, "f32", qn / DECODE_DIM, 0, 0);
+    c.ap = (tile_attention_problem){.batch = B, .heads = DECODE_HEADS, .heads_kv = PREFILL_HEADS_KV, .seqlen = len,
+                                    .head_dim = DECODE_DIM, .causal = causal,
+                                    .q_strides = {(int64_t)len * DECODE_HEADS * DECODE_DIM, DECODE_DIM,
+                                                  DECODE_HEADS * DECODE_DIM},
+                                    .kv_strides = {(int64_t)len * PREFILL_HEADS_KV * DECODE_DIM, DECODE_DIM,
+                                                   PREFILL_HEADS_KV * DECODE_DIM}};
+    c.out = bufs[3], c.lse = bufs[12], c.q = bufs[2], c.k = bufs[10], c.v = bufs[11];
+    *contiguous_ms = bufs[10] && bufs[11] && bufs[12] ? bench_time_ms(g, do_contiguous, &c) : -1;
+  }
+done:
+  for (int i = 0; i < 13; i++)
+    if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
+  free(ids);
+  return ms;
+}
+
+void bench_prefill(Gpu *g) {
+  tile_paged *pg = NULL;
+  tile_attention *att = NULL;
+  if (tile_paged_create(g->rt, &pg) != TILE_OK || tile_attention_create(g->rt, &att) != TILE_OK) {
+    printf("  tile_paged_create / tile_attention_create: %s\n", tile_last_error());
+    tile_paged_destroy(pg);
+    return;
+  }
+  char name[DECODE_NAME_BYTES];
+  const double hd = (double)PREFILL_BATCH * DECODE_HEADS * DECODE_DIM;
+  double causal_ms = -1, full_ms = -1;
+  double ms_c = time_prefill(g, pg, att, 2048, 0, true, TILE_PAGED_KV_BF16, &causal_ms);
+  double ms_f = time_prefill(g, pg, att, 2048, 0, false, TILE_PAGED_KV_BF16, &full_ms);
+  double fl_c = 4 * hd * 2048.0 * 2049 / 2, fl_f = 4 * hd * 2048.0 * 2048;
+  if (ms_c > 0 && causal_ms > 0)
+    bench_add_row("prefill b8 h32 kv8 d128 2k causal page16 TFLOP/s vs contiguous (paged_prefill, flash_attention_ws)",
+                  fl_c / (ms_c * 1e9), fl_c / (causal_ms * 1e9), "TFLOP/s");
+  if (ms_f > 0 && full_ms > 0)
+    bench_add_row("prefill b8 h32 kv8 d128 2k full page16 TFLOP/s vs contiguous (paged_prefill, flash_attention_ws)",
+                  fl_f / (ms_f * 1e9), fl_f / (full_ms * 1e9), "TFLOP/s");
+  double ms_p = time_prefill(g, pg, NULL, 512, 3584, true, TILE_PAGED_KV_BF16, NULL);
+  double fl_p = 4 * hd * (512.0 * 3584 + 512.0 * 513 / 2);
+  if (ms_p > 0 && causal_ms > 0)
+    bench_add_row("prefill b8 h32 kv8 d128 512 new after 3584 cached, causal, TFLOP/s vs contiguous causal 2k",
+                  fl_p / (ms_p * 1e9), fl_c / (causal_ms * 1e9), "TFLOP/s");
+  double ms_8 = time_prefill(g, pg, NULL, 2048, 0, true, TILE_PAGED_KV_E4M3, NULL);
+  snprintf(name, sizeof name, "prefill b8 h32 kv8 d128 2k causal page16 e4m3 Mtok/s vs bf16 (paged_prefill)");
+  double tokens = (double)PREFILL_BATCH * 2048;
+  if (ms_8 > 0 && ms_c > 0) bench_add_row(name, tokens / (ms_8 * 1e3), tokens / (ms_c * 1e3), "Mtok/s");
+  tile_attention_destroy(att);
   tile_paged_destroy(pg);
 }

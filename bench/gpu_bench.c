@@ -1221,8 +1221,8 @@ static void write_json(const Gpu *g, const char *path) {
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
- * launch, attention, decode, mlp, compile; `bench gemm MxNxK` runs one of the
- * GEMM shapes only (for a profiler). */
+ * launch, attention, decode, prefill, mlp, compile; `bench gemm MxNxK` runs
+ * one of the GEMM shapes only (for a profiler). */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
@@ -1240,6 +1240,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   if (!only || !strcmp(only, "launch")) bench_launch(&g);
   if (!only || !strcmp(only, "attention")) bench_attention(&g);
   if (!only || !strcmp(only, "decode")) bench_decode(&g);
+  if (!only || !strcmp(only, "prefill")) bench_prefill(&g);
   if (!only || !strcmp(only, "mlp")) bench_mlp(&g);
   if (!only || !strcmp(only, "compile")) bench_compile(&g);
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");

@@ -17,18 +17,22 @@
 #define PAGED_PTR_ALIGN 16
 /* CUDA's limits on the grid's y and z dimensions (batch, splits). */
 #define PAGED_MAX_GRID_YZ 65535
-/* Arguments of paged_decode (k_scales and v_scales last). */
+/* Arguments of paged_decode and paged_prefill (k_scales and v_scales last). */
 #define PAGED_DECODE_ARGS 20
+#define PAGED_PREFILL_ARGS 21
+/* CUDA's limit on the grid's x dimension (paged_prefill's query blocks). */
+#define PAGED_MAX_GRID_X 2147483647
 
-enum { K_DECODE, K_MERGE, K_APPEND, K_COPY, K_SWAP, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {"paged_decode", "paged_decode_merge", "paged_append",
-                                                  "paged_copy_pages", "paged_swap_pages"};
+enum { K_DECODE, K_MERGE, K_APPEND, K_COPY, K_SWAP, K_PREFILL, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {"paged_decode",     "paged_decode_merge", "paged_append",
+                                                  "paged_copy_pages", "paged_swap_pages",   "paged_prefill"};
 
 struct tile_paged {
   tile_module *mod[PAGED_VARIANTS];
   tile_kernel *k[PAGED_VARIANTS][K_COUNT];
   int block_t[PAGED_VARIANTS]; /* paged_append's tokens per program */
   int block_e[PAGED_VARIANTS]; /* paged_copy_pages' and paged_swap_pages' elements per program */
+  int block_m[PAGED_VARIANTS]; /* paged_prefill's query rows per program */
   int sm_count;
 };
 
@@ -48,6 +52,8 @@ tile_status tile_paged_create(tile_runtime *rt, tile_paged **out) {
     if (st == TILE_OK && pg->block_t[v] <= 0) st = tilert_fail(TILE_ERROR_BAD_METADATA, "paged_append has no BLOCK_T");
     pg->block_e[v] = st == TILE_OK ? tilert_kernel_const_int(pg->k[v][K_COPY], "BLOCK") : 0;
     if (st == TILE_OK && pg->block_e[v] <= 0) st = tilert_fail(TILE_ERROR_BAD_METADATA, "paged_copy_pages has no BLOCK");
+    pg->block_m[v] = st == TILE_OK ? tilert_kernel_const_int(pg->k[v][K_PREFILL], "BLOCK_M") : 0;
+    if (st == TILE_OK && pg->block_m[v] <= 0) st = tilert_fail(TILE_ERROR_BAD_METADATA, "paged_prefill has no BLOCK_M");
   }
   if (st != TILE_OK) {
     tilert_error_prefix("tile_paged_create");
@@ -147,6 +153,37 @@ static tile_status check_ptr(const char *fn, const char *name, uint64_t ptr, int
   return TILE_OK;
 }
 
+/* The pointers a decode (with the workspace when split) or a prefill
+ * (with qo_indptr; q and out 16-byte aligned) reads, then the handle. */
+static tile_status check_buffers(const char *fn, const tile_paged *pg, const tile_paged_problem *p,
+                                 const tile_paged_buffers *buf, bool split, bool prefill) {
+  bool scaled = p->kv_type == TILE_PAGED_KV_E4M3, int4 = p->kv_type == TILE_PAGED_KV_INT4;
+  int row_align = prefill ? PAGED_PTR_ALIGN : 2;
+  const struct {
+    const char *name;
+    uint64_t ptr;
+    int align;
+    bool needed;
+  } ptrs[] = {{"out", buf->out, row_align, true},
+              {"lse", buf->lse, 4, true},
+              {"q", buf->q, row_align, true},
+              {"k_cache", buf->k_cache, PAGED_PTR_ALIGN, true},
+              {"v_cache", buf->v_cache, PAGED_PTR_ALIGN, true},
+              {"kv_scale", buf->kv_scale, 4, scaled},
+              {"page_ids", buf->page_ids, 4, true},
+              {"indptr", buf->indptr, 4, true},
+              {"kv_len", buf->kv_len, 4, true},
+              {"workspace", buf->workspace, 4, split},
+              {"qo_indptr", buf->qo_indptr, 4, prefill},
+              {"k_scales", buf->k_scales, 4, int4},
+              {"v_scales", buf->v_scales, 4, int4}};
+  tile_status st = TILE_OK;
+  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0] && st == TILE_OK; i++)
+    if (ptrs[i].needed) st = check_ptr(fn, ptrs[i].name, ptrs[i].ptr, ptrs[i].align);
+  if (st == TILE_OK && !pg) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_paged is NULL", fn);
+  return st;
+}
+
 tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan, const tile_paged_buffers *buf,
                               tile_stream *stream) {
   static const char fn[] = "tile_paged_decode";
@@ -158,26 +195,7 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
     st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the plan was not made by tile_paged_decode_plan", fn);
   bool scaled = p.kv_type == TILE_PAGED_KV_E4M3, int4 = p.kv_type == TILE_PAGED_KV_INT4;
   bool split = st == TILE_OK && plan->splits > 1;
-  const struct {
-    const char *name;
-    uint64_t ptr;
-    int align;
-    bool needed;
-  } ptrs[] = {{"out", buf->out, 2, true},
-              {"lse", buf->lse, 4, true},
-              {"q", buf->q, 2, true},
-              {"k_cache", buf->k_cache, PAGED_PTR_ALIGN, true},
-              {"v_cache", buf->v_cache, PAGED_PTR_ALIGN, true},
-              {"kv_scale", buf->kv_scale, 4, scaled},
-              {"page_ids", buf->page_ids, 4, true},
-              {"indptr", buf->indptr, 4, true},
-              {"kv_len", buf->kv_len, 4, true},
-              {"workspace", buf->workspace, 4, split},
-              {"k_scales", buf->k_scales, 4, int4},
-              {"v_scales", buf->v_scales, 4, int4}};
-  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0] && st == TILE_OK; i++)
-    if (ptrs[i].needed) st = check_ptr(fn, ptrs[i].name, ptrs[i].ptr, ptrs[i].align);
-  if (st == TILE_OK && !pg) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_paged is NULL", fn);
+  if (st == TILE_OK) st = check_buffers(fn, pg, &p, buf, split, false);
   if (st != TILE_OK) return st;
   /* the partial outputs [splits, batch, heads, head_dim], then their
    * log-sum-exps [splits, batch, heads] */
@@ -203,6 +221,54 @@ tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan,
   uint32_t mgrid[3] = {(uint32_t)(p.batch * p.heads), 1, 1};
   st = tile_launch(pg->k[v][K_MERGE], mgrid, stream, m, 7);
   if (st != TILE_OK) tilert_error_prefix("paged_decode_merge");
+  return st;
+}
+
+tile_status tile_paged_prefill_plan(const tile_paged *pg, const tile_paged_problem *p, tile_paged_plan *plan) {
+  static const char fn[] = "tile_paged_prefill_plan";
+  if (!plan) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: plan is NULL", fn);
+  memset(plan, 0, sizeof *plan);
+  tile_status st = check_problem(fn, p, &plan->p, &plan->variant, true);
+  if (st != TILE_OK) return st;
+  if (p->max_q_len < 1) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: max_q_len is %d: it must be at least 1", fn, p->max_q_len);
+  if (!pg) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_paged is NULL", fn);
+  int64_t rows = (int64_t)p->max_q_len * (p->heads / p->heads_kv);
+  int bm = pg->block_m[plan->variant];
+  if ((rows + bm - 1) / bm > PAGED_MAX_GRID_X)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: max_q_len is %d: at most %lld with %d query heads per KV head",
+                       fn, p->max_q_len, (long long)PAGED_MAX_GRID_X * bm / (p->heads / p->heads_kv),
+                       p->heads / p->heads_kv);
+  plan->splits = 1;
+  return TILE_OK;
+}
+
+tile_status tile_paged_prefill(const tile_paged *pg, const tile_paged_plan *plan, const tile_paged_buffers *buf,
+                               tile_stream *stream) {
+  static const char fn[] = "tile_paged_prefill";
+  if (!plan || !buf) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !plan ? "plan" : "buf");
+  tile_paged_problem p;
+  int v;
+  tile_status st = check_problem(fn, &plan->p, &p, &v, true);
+  if (st == TILE_OK && (v != plan->variant || plan->splits != 1 || p.max_q_len < 1))
+    st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the plan was not made by tile_paged_prefill_plan", fn);
+  bool scaled = p.kv_type == TILE_PAGED_KV_E4M3, int4 = p.kv_type == TILE_PAGED_KV_INT4;
+  if (st == TILE_OK) st = check_buffers(fn, pg, &p, buf, false, true);
+  if (st != TILE_OK) return st;
+  uint64_t scale = scaled ? buf->kv_scale : buf->lse; /* not read without SCALED */
+  int group = p.heads / p.heads_kv;
+  tile_arg a[PAGED_PREFILL_ARGS] = {
+      tile_arg_ptr(buf->out),       tile_arg_ptr(buf->lse),       tile_arg_ptr(buf->q),
+      tile_arg_ptr(buf->k_cache),   tile_arg_ptr(buf->v_cache),   tile_arg_ptr(scale),
+      tile_arg_ptr(buf->page_ids),  tile_arg_ptr(buf->indptr),    tile_arg_ptr(buf->kv_len),
+      tile_arg_ptr(buf->qo_indptr), tile_arg_i64(p.heads),        tile_arg_i64(p.heads_kv),
+      tile_arg_f32(p.sm_scale),     tile_arg_bool(p.causal != 0), tile_arg_i64(p.strides[0]),
+      tile_arg_i64(p.strides[1]),   tile_arg_i64(p.strides[2]),   tile_arg_i64((int64_t)p.heads * p.head_dim),
+      tile_arg_i64(p.head_dim),     tile_arg_ptr(int4 ? buf->k_scales : scale),
+      tile_arg_ptr(int4 ? buf->v_scales : scale)}; /* not read but by int4 */
+  int64_t rows = (int64_t)p.max_q_len * group;
+  uint32_t grid[3] = {(uint32_t)((rows + pg->block_m[v] - 1) / pg->block_m[v]), (uint32_t)p.heads_kv, (uint32_t)p.batch};
+  st = tile_launch(pg->k[v][K_PREFILL], grid, stream, a, PAGED_PREFILL_ARGS);
+  if (st != TILE_OK) tilert_error_prefix("paged_prefill");
   return st;
 }
 

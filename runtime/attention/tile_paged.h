@@ -1,7 +1,8 @@
-/* tile_paged.h - decode attention over a paged KV cache from C, over
- * libtile: the kernels of lang/std/paged_decode.tile (decode, the split-KV
- * merge, appending to the cache), compiled when the library is built for
- * each head dim, page size and cache element type offered, and embedded.
+/* tile_paged.h - decode and prefill attention over a paged KV cache from
+ * C, over libtile: the kernels of lang/std/paged_decode.tile (decode, the
+ * split-KV merge, prefill, appending to the cache, page copies), compiled
+ * when the library is built for each head dim, page size and cache element
+ * type offered, and embedded.
  *
  *   tile_paged *pg;
  *   tile_paged_create(rt, &pg);
@@ -91,6 +92,9 @@ typedef struct tile_paged_problem {
   int max_kv_len;     /* the longest sequence of the batch (for the split rule) */
   float sm_scale;     /* positive; 0: 1 / sqrt(head_dim) */
   int64_t strides[3]; /* page, slot, KV head, in elements; all 0: NHD */
+  /* prefill only: */
+  int max_q_len; /* the most query tokens of a sequence */
+  int causal;    /* nonzero: each query sees the keys up to its own position */
 } tile_paged_problem;
 
 typedef struct tile_paged_plan {
@@ -107,6 +111,7 @@ typedef struct tile_paged_buffers {
   uint64_t page_ids, indptr, kv_len;
   uint64_t workspace; /* plan.workspace_bytes (none with one split) */
   uint64_t k_scales, v_scales; /* int4 only */
+  uint64_t qo_indptr;          /* prefill only */
 } tile_paged_buffers;
 
 /* Loads the kernels on rt's device. */
@@ -124,6 +129,20 @@ tile_status tile_paged_decode_plan(const tile_paged *pg, const tile_paged_proble
 /* out and lse for one query token per sequence. */
 tile_status tile_paged_decode(const tile_paged *pg, const tile_paged_plan *plan, const tile_paged_buffers *buf,
                               tile_stream *stream);
+
+/* Prefill / append attention: sequence b has qo_indptr[b + 1] -
+ * qo_indptr[b] query tokens (qo_indptr: batch + 1 i32 in device memory,
+ * starting at 0), rows qo_indptr[b] .. of q and out ([total_q, heads,
+ * head_dim] bf16, contiguous), at the last positions of its kv_len[b]
+ * cached tokens (kv_len[b] at least the query count: append the new
+ * tokens' keys and values first). With p->causal a query sees the keys up
+ * to its own position, else all of its sequence's. lse is [total_q,
+ * heads] f32, natural log. Query heads of a KV head are computed together
+ * (each key and value read once per block of query rows). The plan checks
+ * the problem (max_q_len at least 1); no workspace. */
+tile_status tile_paged_prefill_plan(const tile_paged *pg, const tile_paged_problem *p, tile_paged_plan *plan);
+tile_status tile_paged_prefill(const tile_paged *pg, const tile_paged_plan *plan, const tile_paged_buffers *buf,
+                               tile_stream *stream);
 
 /* Appends tokens to the cache: token i of k_new and v_new
  * ([new_tokens, heads_kv, head_dim] bf16, contiguous) goes to sequence

@@ -2,9 +2,10 @@
  * embedded builds): decode over a paged cache against a float64
  * reference on the gathered K/V, ragged lengths from 1 to 40,000, every
  * page size, GQA 1/4/8, split and unsplit plans, NHD and HND, bf16, e4m3
- * and int4 caches (the reference on the dequantized values); appending to a
- * bf16 and an e4m3 cache; copying and swapping pages. Outputs are
- * poisoned first. */
+ * and int4 caches (the reference on the dequantized values); prefill with
+ * cached prefixes (and none), causal and full, over the same caches;
+ * appending to a bf16 and an e4m3 cache; copying and swapping pages.
+ * Outputs are poisoned first. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,16 @@ static void reference(const PagedCase *c, const Cache *ch, const double *q, cons
   free(s);
 }
 
+/* An int4 cache's n logical values from its bytes (freed here): value x is
+ * nibble x % 2 of byte x / 2, times scale x / TILE_PAGED_INT4_GROUP. */
+static double *int4_values(double *bytes, const DBuf *scales, size_t n) {
+  double *val = bytes ? malloc(n * sizeof *val) : NULL;
+  for (size_t x = 0; val && x < n; x++)
+    val[x] = ((((int)bytes[x / 2] >> (int)(x % 2) * 4) & 15) - 8) * dbuf_get(scales, x / TILE_PAGED_INT4_GROUP);
+  free(bytes);
+  return val;
+}
+
 static bool run_case(Gpu *g, const tile_paged *pg, const PagedCase *c, uint64_t seed) {
   Rng r = {seed};
   Cache ch = {0};
@@ -155,16 +166,7 @@ static bool run_case(Gpu *g, const tile_paged *pg, const PagedCase *c, uint64_t 
     ok = ok && dbuf_download(g, &O) && dbuf_download(g, &L);
     if (ok) {
       double *q = dbuf_doubles(&Q), *k = dbuf_doubles(&K), *v = dbuf_doubles(&V);
-      if (int4 && k && v) { /* the logical values at logical offsets x: byte x / 2, nibble x % 2, scale x / group */
-        double *kd = malloc(cache_n * sizeof *kd), *vd = malloc(cache_n * sizeof *vd);
-        for (size_t x = 0; kd && vd && x < cache_n; x++) {
-          int kb = (int)k[x / 2], vb = (int)v[x / 2], sh = (int)(x % 2) * 4;
-          kd[x] = (((kb >> sh) & 15) - 8) * dbuf_get(&KG, x / TILE_PAGED_INT4_GROUP);
-          vd[x] = (((vb >> sh) & 15) - 8) * dbuf_get(&VG, x / TILE_PAGED_INT4_GROUP);
-        }
-        free(k), free(v);
-        k = kd, v = vd;
-      }
+      if (int4) k = int4_values(k, &KG, cache_n), v = int4_values(v, &VG, cache_n);
       float sc[2 * 64];
       for (int i = 0; i < 2 * c->heads_kv; i++) sc[i] = (float)dbuf_get(&S, (size_t)i);
       double *want = malloc((size_t)c->head_dim * sizeof *want), err = 0, ref = 0, lerr = 0;
@@ -347,9 +349,135 @@ static bool run_pages(Gpu *g, const tile_paged *pg) {
   return ok;
 }
 
+/* Prefill cases: queries at the ends of their sequences (a cached prefix
+ * before them, or none), causal or full. */
+typedef struct PrefillCase {
+  const char *name;
+  int batch, heads, heads_kv, head_dim, page;
+  tile_paged_kv_type kv;
+  bool hnd, causal;
+  int q_lens[4], kv_lens[4]; /* kv_lens[b] >= q_lens[b] */
+} PrefillCase;
+
+static const PrefillCase prefill_cases[] = {
+    {"paged prefill d128 page16 gqa4 causal, prefixes 0-4999", 4, 8, 2, 128, 16, TILE_PAGED_KV_BF16, false, true,
+     {1, 300, 129, 1000}, {5000, 300, 2000, 1500}},
+    {"paged prefill d64 page1 gqa1 full", 3, 4, 4, 64, 1, TILE_PAGED_KV_BF16, false, false, {7, 64, 33}, {100, 64, 500}},
+    {"paged prefill d128 page64 gqa8 HND e4m3 causal", 2, 16, 2, 128, 64, TILE_PAGED_KV_E4M3, true, true, {200, 3},
+     {3000, 777}},
+    {"paged prefill d128 page32 gqa1 int4 causal", 2, 4, 4, 128, 32, TILE_PAGED_KV_INT4, false, true, {50, 128},
+     {600, 128}},
+    {"paged prefill d64 page16 gqa4 HND e4m3 full", 3, 8, 2, 64, 16, TILE_PAGED_KV_E4M3, true, false, {17, 1, 250},
+     {40, 1000, 250}},
+};
+
+static bool run_prefill(Gpu *g, const tile_paged *pg, const PrefillCase *c, uint64_t seed) {
+  Rng r = {seed};
+  PagedCase dc = {c->name, c->batch, c->heads, c->heads_kv, c->head_dim, c->page, c->kv, c->hnd, {0}, 1};
+  int total_q = 0, max_q = 0, qo[5] = {0};
+  for (int b = 0; b < c->batch; b++) {
+    dc.lens[b] = c->kv_lens[b];
+    qo[b + 1] = qo[b] + c->q_lens[b], total_q += c->q_lens[b], max_q = c->q_lens[b] > max_q ? c->q_lens[b] : max_q;
+  }
+  Cache ch = {0};
+  if (!make_cache(&dc, &r, &ch)) return false;
+  int D = c->head_dim, group = c->heads / c->heads_kv;
+  size_t cache_n = (size_t)ch.pool * c->page * c->heads_kv * D, rows = (size_t)total_q * c->heads, qn = rows * D;
+  bool int4 = c->kv == TILE_PAGED_KV_INT4, fp8 = c->kv == TILE_PAGED_KV_E4M3;
+  const char *elem = int4 ? "u8" : fp8 ? "f8e4m3" : "bf16";
+  double lo = int4 ? 0 : fp8 ? -400 : -1, hi = int4 ? 255 : -lo;
+  size_t stored = int4 ? cache_n / 2 : cache_n, groups = int4 ? cache_n / TILE_PAGED_INT4_GROUP : 1;
+  DBuf K = {0}, V = {0}, Q = {0}, O = {0}, L = {0}, S = {0}, I = {0}, IP = {0}, N = {0}, KG = {0}, VG = {0}, QO = {0};
+  bool ok = dbuf_alloc(g, &K, "k_cache", elem, stored) && dbuf_alloc(g, &V, "v_cache", elem, stored) &&
+            dbuf_alloc(g, &KG, "k_scales", "f32", groups) && dbuf_alloc(g, &VG, "v_scales", "f32", groups) &&
+            dbuf_alloc(g, &Q, "q", "bf16", qn) && dbuf_alloc(g, &O, "out", "bf16", qn) &&
+            dbuf_alloc(g, &L, "lse", "f32", rows) && dbuf_alloc(g, &S, "kv_scale", "f32", 2 * (size_t)c->heads_kv) &&
+            dbuf_alloc(g, &I, "page_ids", "i32", (size_t)ch.pages) &&
+            dbuf_alloc(g, &IP, "indptr", "i32", (size_t)c->batch + 1) &&
+            dbuf_alloc(g, &N, "kv_len", "i32", (size_t)c->batch) && dbuf_alloc(g, &QO, "qo_indptr", "i32", (size_t)c->batch + 1);
+  if (!ok) goto done;
+  dbuf_fill(&K, &r, lo, hi), dbuf_fill(&V, &r, lo, hi), dbuf_fill(&Q, &r, -1, 1);
+  dbuf_fill(&S, &r, 0.001, 0.005), dbuf_fill(&KG, &r, 0.05, 0.2), dbuf_fill(&VG, &r, 0.05, 0.2);
+  dbuf_poison(&O), dbuf_poison(&L);
+  for (int i = 0; i < ch.pages; i++) dbuf_set(&I, (size_t)i, ch.ids[i]);
+  int max_kv = 0;
+  for (int b = 0; b <= c->batch; b++) dbuf_set(&IP, (size_t)b, ch.indptr[b]), dbuf_set(&QO, (size_t)b, qo[b]);
+  for (int b = 0; b < c->batch; b++) dbuf_set(&N, (size_t)b, ch.lens[b]), max_kv = ch.lens[b] > max_kv ? ch.lens[b] : max_kv;
+  DBuf *up[] = {&K, &V, &Q, &O, &L, &S, &I, &IP, &N, &KG, &VG, &QO};
+  for (size_t i = 0; i < sizeof up / sizeof up[0] && ok; i++) ok = dbuf_upload(g, up[i]);
+  tile_paged_problem p = {.batch = c->batch, .heads = c->heads, .heads_kv = c->heads_kv, .head_dim = D,
+                          .page_size = c->page, .kv_type = c->kv, .max_kv_len = max_kv, .max_q_len = max_q,
+                          .causal = c->causal};
+  if (c->hnd)
+    for (int i = 0; i < 3; i++) p.strides[i] = int4 ? ch.st[i] / 2 : ch.st[i];
+  tile_paged_plan plan;
+  tile_paged_buffers bf = {.out = O.dev, .lse = L.dev, .q = Q.dev, .k_cache = K.dev, .v_cache = V.dev,
+                           .kv_scale = S.dev, .page_ids = I.dev, .indptr = IP.dev, .kv_len = N.dev,
+                           .k_scales = KG.dev, .v_scales = VG.dev, .qo_indptr = QO.dev};
+  if (ok && (tile_paged_prefill_plan(pg, &p, &plan) != TILE_OK || tile_paged_prefill(pg, &plan, &bf, NULL) != TILE_OK ||
+             tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  prefill: %s\n", tile_last_error());
+    ok = false;
+  }
+  ok = ok && dbuf_download(g, &O) && dbuf_download(g, &L);
+  if (!ok) goto done;
+  double *q = dbuf_doubles(&Q), *k = dbuf_doubles(&K), *v = dbuf_doubles(&V);
+  if (int4) k = int4_values(k, &KG, cache_n), v = int4_values(v, &VG, cache_n);
+  double *s = malloc((size_t)max_kv * sizeof *s), *want = malloc((size_t)D * sizeof *want), err = 0, ref = 0, lerr = 0;
+  ok = q && k && v && s && want;
+  for (int b = 0; b < c->batch && ok; b++) {
+    int n = ch.lens[b], nq = c->q_lens[b];
+    for (int i = 0; i < nq; i++)
+      for (int h = 0; h < c->heads; h++) {
+        int gk = h / group, last = c->causal ? i + n - nq : n - 1;
+        double ks = fp8 ? (float)dbuf_get(&S, 2 * (size_t)gk) : 1, vs = fp8 ? (float)dbuf_get(&S, 2 * (size_t)gk + 1) : 1;
+        size_t row = (size_t)(qo[b] + i) * c->heads + h;
+        const double *qh = q + row * D;
+        double m = -INFINITY, l = 0;
+        for (int t = 0; t <= last; t++) {
+          int64_t page = ch.ids[ch.indptr[b] + t / c->page];
+          const double *kt = k + page * ch.st[0] + (t % c->page) * ch.st[1] + gk * ch.st[2];
+          double dot = 0;
+          for (int d = 0; d < D; d++) dot += qh[d] * kt[d] * ks;
+          s[t] = dot * plan.p.sm_scale, m = fmax(m, s[t]);
+        }
+        for (int d = 0; d < D; d++) want[d] = 0;
+        for (int t = 0; t <= last; t++) {
+          double pr = exp(s[t] - m);
+          l += pr;
+          int64_t page = ch.ids[ch.indptr[b] + t / c->page];
+          const double *vt = v + page * ch.st[0] + (t % c->page) * ch.st[1] + gk * ch.st[2];
+          for (int d = 0; d < D; d++) want[d] += pr * vt[d] * vs;
+        }
+        for (int d = 0; d < D; d++) {
+          double got = dbuf_get(&O, row * D + d);
+          err = isnan(got) ? INFINITY : fmax(err, fabs(got - want[d] / l));
+          ref = fmax(ref, fabs(want[d] / l));
+        }
+        double gl = dbuf_get(&L, row), wl = m + log(l);
+        lerr = isnan(gl) ? INFINITY : fmax(lerr, fabs(gl - wl) / fmax(1, fabs(wl)));
+      }
+  }
+  double rel = ref > 0 ? err / ref : err;
+  if (ok && (rel > PAGED_OUT_TOL || lerr > PAGED_LSE_TOL)) {
+    printf("  out relative error %.3g (tolerance %g), lse %.3g (tolerance %g)\n", rel, PAGED_OUT_TOL, lerr,
+           PAGED_LSE_TOL);
+    ok = false;
+  }
+  free(q), free(k), free(v), free(s), free(want);
+done:;
+  DBuf *all[] = {&K, &V, &Q, &O, &L, &S, &I, &IP, &N, &KG, &VG, &QO};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (all[i]->host) dbuf_free(g, all[i]);
+  free(ch.ids);
+  return ok;
+}
+
 int gpu_paged_tests(Gpu *g, const char *only) {
   int failed = 0, matching = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) matching += !only || strstr(cases[i].name, only);
+  const size_t np = sizeof prefill_cases / sizeof prefill_cases[0];
+  for (size_t i = 0; i < np; i++) matching += !only || strstr(prefill_cases[i].name, only);
   if (!matching && only && !strstr("paged append d128 page16 (tile_paged_append)", only) &&
       !strstr("paged pages copied and swapped, e4m3 append", only))
     return 0;
@@ -360,12 +488,17 @@ int gpu_paged_tests(Gpu *g, const char *only) {
     return 1;
   }
   const size_t nc = sizeof cases / sizeof cases[0];
-  for (size_t i = 0; i < nc + 2; i++) {
-    const char *name = i < nc ? cases[i].name : i == nc ? "paged append d128 page16 (tile_paged_append)"
-                                                        : "paged pages copied and swapped, e4m3 append";
+  for (size_t i = 0; i < nc + 2 + np; i++) {
+    const char *name = i < nc       ? cases[i].name
+                       : i == nc     ? "paged append d128 page16 (tile_paged_append)"
+                       : i == nc + 1 ? "paged pages copied and swapped, e4m3 append"
+                                     : prefill_cases[i - nc - 2].name;
     if (only && !strstr(name, only)) continue;
     double t0 = now_ms();
-    bool ok = i < nc ? run_case(g, pg, &cases[i], 8100 + i) : i == nc ? run_append(g, pg) : run_pages(g, pg);
+    bool ok = i < nc        ? run_case(g, pg, &cases[i], 8100 + i)
+              : i == nc     ? run_append(g, pg)
+              : i == nc + 1 ? run_pages(g, pg)
+                            : run_prefill(g, pg, &prefill_cases[i - nc - 2], 8200 + i);
     printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
     fflush(stdout);
     if (ok) g->passed++;

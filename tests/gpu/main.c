@@ -4,7 +4,7 @@
  *
  *   tile-gpu test [NAME]   run the GPU tests (those whose name contains NAME)
  *   tile-gpu bench [SECTION] run the benchmarks (memory, gemm, launch,
- *                          attention, mlp, compile); last a Markdown table;
+ *                          attention, decode, prefill, mlp, compile); last a Markdown table;
  *                          `bench gemm MxNxK` one GEMM shape only
  *   tile-gpu diff [--count N] [--seed S] [--jobs J] [--seconds T] ...
  *                          random kernels on the GPU and in the interpreter,

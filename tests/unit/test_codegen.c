@@ -154,7 +154,7 @@ Test(codegen, attention_backward_assembles_without_spills_or_wgmma_notes) {
 }
 
 /* lang/std/mlp.tile and moe.tile: each kernel and variant, no spills, no
- * wgmma notes. */
+ * wgmma notes; and paged_prefill, the second kernel of paged_decode.tile. */
 Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
   if (!have_ptxas()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
   static const struct {
@@ -193,7 +193,12 @@ Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
             {"lang/std/moe.tile", "moe_gemm", {"GATHER", "false", "EXPERTS", "8", NULL}},
             {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "1", NULL}},
             {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "0", "EXPERTS", "256", NULL}},
-            {"lang/std/moe.tile", "moe_combine", {NULL}}};
+            {"lang/std/moe.tile", "moe_combine", {NULL}},
+            /* paged prefill as libtile_attention builds it (8 warps, wgmma) */
+            {"lang/std/paged_decode.tile", "paged_prefill", {NULL}},
+            {"lang/std/paged_decode.tile", "paged_prefill", {"PAGE", "1", "KV", "f8e4m3", "SCALED", "true", NULL}},
+            {"lang/std/paged_decode.tile", "paged_prefill", {"PAGE", "64", "KV", "u8", "INT4", "true", NULL}},
+            {"lang/std/paged_decode.tile", "paged_prefill", {"HEAD_DIM", "64", "KV", "u8", "INT4", "true", NULL}}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     tc_compilation *c = harness_compile(ks[i].path, ks[i].kernel, ks[i].defines);
     tc_codegen_options o = {.linker = TC_LINKER_PTXAS};

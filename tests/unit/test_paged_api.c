@@ -61,7 +61,7 @@ Test(paged_api, problems_are_checked_field_by_field) {
 
 Test(paged_api, buffers_are_checked) {
   tile_paged_plan plan = {.p = good, .splits = 1, .variant = 0};
-  tile_paged_buffers b = {P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), P(9), 0, 0, 0};
+  tile_paged_buffers b = {P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), P(9), 0, 0, 0, 0};
   /* the plan names another variant than its problem's */
   tile_status st = tile_paged_decode(NULL, &plan, &b, NULL);
   cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT);
@@ -76,6 +76,25 @@ Test(paged_api, buffers_are_checked) {
   cr_expect(strstr(tile_last_error(), "the tile_paged is NULL"), "%s", tile_last_error());
   cr_expect_eq(tile_paged_decode(NULL, NULL, &b, NULL), TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "plan is NULL"), "%s", tile_last_error());
+  /* tile_paged_prefill: the plan's query count, then the handle; the
+   * buffers (qo_indptr too) before the handle */
+  tile_paged_plan pp;
+  tile_paged_problem pr = good;
+  st = tile_paged_prefill_plan(NULL, &pr, &pp);
+  cr_expect(strstr(tile_last_error(), "tile_paged_prefill_plan: max_q_len is 0: it must be at least 1"), "%s",
+            tile_last_error());
+  pr.max_q_len = 300;
+  st = tile_paged_prefill_plan(NULL, &pr, &pp);
+  cr_expect(strstr(tile_last_error(), "tile_paged_prefill_plan: the tile_paged is NULL"), "%s", tile_last_error());
+  tile_paged_plan pf = {.p = pr, .splits = 1, .variant = 3 * 4 + 3}; /* d128 page 16 bf16 */
+  st = tile_paged_prefill(NULL, &pf, &b, NULL);
+  cr_expect(strstr(tile_last_error(), "tile_paged_prefill: qo_indptr is 0"), "%s", tile_last_error());
+  b.qo_indptr = P(12);
+  st = tile_paged_prefill(NULL, &pf, &b, NULL);
+  cr_expect(strstr(tile_last_error(), "tile_paged_prefill: the tile_paged is NULL"), "%s", tile_last_error());
+  pf.splits = 2;
+  st = tile_paged_prefill(NULL, &pf, &b, NULL);
+  cr_expect(strstr(tile_last_error(), "the plan was not made by tile_paged_prefill_plan"), "%s", tile_last_error());
   /* tile_paged_append: pointers checked, then the handle */
   tile_paged_problem a = {.heads_kv = 4, .head_dim = 128, .page_size = 16};
   st = tile_paged_append(NULL, &a, P(1), P(2), P(3), P(4), P(5), 0, P(7), P(8), 0, 10, NULL);
