@@ -148,34 +148,38 @@ done:
   return ms;
 }
 
-/* TILE_BENCH_DECODE_SWEEP=1: builds of paged_decode over warps and key
- * block at batch 64, 8 KV heads, 4k (one split), printed (not rows);
- * =W:B only that one. */
-#define SWEEP_MAX 48
-static void sweep(Gpu *g, const tile_paged *pg, const char *only) {
-  static const char *const warps[] = {"1", "2", "4", "8"}, *const blocks[] = {"16", "32", "64", "128"};
-  Variant v[SWEEP_MAX];
-  const char *what[SWEEP_MAX][2];
-  int n = 0;
-  for (int w = 0; w < 4; w++)
-    for (int b = 0; b < 4 && n < SWEEP_MAX; b++) {
-      char name[32];
-      snprintf(name, sizeof name, "%s:%s", warps[w], blocks[b]);
-      if (strcmp(only, "1") && strcmp(only, name)) continue;
-      const char *defs[] = {"WARPS", warps[w], "BLOCK_N", blocks[b], NULL};
-      if (!variant_build_kernel(g, "lang/std/paged_decode.tile", "paged_decode", defs, &v[n])) continue;
-      what[n][0] = warps[w], what[n][1] = blocks[b];
-      n++;
-    }
-  double ms[SWEEP_MAX];
-  int splits;
+/* TILE_BENCH_DECODE_SWEEP=1: builds of paged_decode over warps, key
+ * block and pipeline stages (SWEEP_DEFAULT) at batch 64, 8 KV heads, 4k
+ * (one split), bf16 and e4m3 caches, printed (not rows); =W:B:S[,...]
+ * those builds only. */
+#define SWEEP_MAX 32
+#define SWEEP_DEFAULT "2:32:1,2:32:3,2:32:4,2:64:1,2:64:3,4:64:3,4:64:4,4:128:1,4:128:2,4:128:3"
+static void sweep(Gpu *g, const tile_paged *pg, const char *list) {
+  if (!strcmp(list, "1")) list = SWEEP_DEFAULT;
   const DecodeShape s = {64, 8, 4096};
-  time_shape(g, pg, &s, TILE_PAGED_KV_BF16, &splits, v, n, ms);
   double bytes = (double)s.batch * s.len * s.heads_kv * DECODE_DIM * 2 * 2;
-  for (int i = 0; i < n; i++) {
-    printf("sweep b64 kv8 4k: WARPS %s BLOCK_N %s: %.3f ms, %.2f TB/s\n", what[i][0], what[i][1], ms[i],
-           bytes / (ms[i] * 1e9));
-    variant_free(&v[i]);
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    Variant v[SWEEP_MAX];
+    char what[SWEEP_MAX][3][8];
+    int n = 0;
+    for (const char *at = list; *at && n < SWEEP_MAX;) {
+      size_t len = strcspn(at, ",");
+      if (len < 24 && sscanf(at, "%7[0-9]:%7[0-9]:%7[0-9]", what[n][0], what[n][1], what[n][2]) == 3) {
+        const char *defs[] = {"WARPS", what[n][0], "BLOCK_N", what[n][1], "STAGES", what[n][2],
+                              "KV", fp8 ? "f8e4m3" : "bf16", "SCALED", fp8 ? "true" : "false", NULL};
+        if (variant_build_kernel(g, "lang/std/paged_decode.tile", "paged_decode", defs, &v[n])) n++;
+        else printf("sweep: %.*s does not build\n", (int)len, at);
+      }
+      at += len + (at[len] == ',');
+    }
+    double ms[SWEEP_MAX];
+    int splits;
+    time_shape(g, pg, &s, fp8 ? TILE_PAGED_KV_E4M3 : TILE_PAGED_KV_BF16, &splits, v, n, ms);
+    for (int i = 0; i < n; i++) {
+      printf("sweep b64 kv8 4k %s: WARPS %s BLOCK_N %s STAGES %s: %.3f ms, %.2f TB/s of bf16-equivalent K+V\n",
+             fp8 ? "e4m3" : "bf16", what[i][0], what[i][1], what[i][2], ms[i], bytes / (ms[i] * 1e9));
+      variant_free(&v[i]);
+    }
   }
 }
 

@@ -44,6 +44,9 @@
 #define PIPE_MAX_DOTS 4
 /* Address ops copied per issue. */
 #define PIPE_MAX_DEPS 256
+/* Elementwise ops between a load and the dot operand it feeds (cast,
+ * scale, cast back). */
+#define PIPE_FEED_DEPTH 4
 /* cp.async copies 4, 8 or 16 bytes. */
 #define CP_ASYNC_MIN_BYTES 4
 #define CP_ASYNC_MAX_BYTES 16
@@ -65,7 +68,10 @@ typedef struct Pipe {
   PipeLoad loads[PIPE_MAX_LOADS];
   int nloads, ntma;
   Op *dots[PIPE_MAX_DOTS];
+  bool wgmma[PIPE_MAX_DOTS]; /* dots[i] runs on wgmma (else mma.sync, register operands) */
   int ndots;
+  bool readonly; /* nothing in the body writes memory: its loads can be repeated ahead */
+  bool dep_loads; /* some address depends on such a load */
   Op *deps[PIPE_MAX_DEPS]; /* address ops in body order */
   int ndeps;
   Value *full, *empty;
@@ -77,6 +83,15 @@ static bool in_body(const Pipe *p, const Value *v) {
   const Block *b = v->def ? v->def->parent : v->owner;
   for (; b; b = b->parent ? b->parent->parent : NULL)
     if (b == p->body) return true;
+  return false;
+}
+
+static bool writes_memory(const Block *b) {
+  for (const Op *op = b->first; op; op = op->next) {
+    if (op_info[op->kind].flags & OPF_WRITE) return true;
+    for (int r = 0; r < op->nregions; r++)
+      if (writes_memory(&op->regions[r])) return true;
+  }
   return false;
 }
 
@@ -92,7 +107,11 @@ static bool add_deps(Pipe *p, Value *v) {
   if (!in_body(p, v)) return true;
   if (!v->def) return v == p->iv;
   Op *op = v->def;
-  if (op->parent != p->body || !(op_info[op->kind].flags & OPF_PURE) || op->nregions) return false;
+  /* a pointer load (a page table, an index) can be read again for a later
+   * iteration when nothing in the loop writes memory */
+  bool again = (op_info[op->kind].flags & OPF_PURE) || (op->kind == OP_LOAD && p->readonly);
+  if (op->parent != p->body || !again || op->nregions) return false;
+  p->dep_loads |= op->kind == OP_LOAD;
   if (dep_listed(p, op)) return true;
   for (uint32_t i = 0; i < op->noperands; i++)
     if (!add_deps(p, op->operands[i])) return false;
@@ -123,13 +142,32 @@ static PipeLoad *find_load(Pipe *p, const Op *op) {
 }
 
 /* A dot operand that a ring can feed: a load or load_block of this body
- * whose address depends on nothing but the induction variable. */
+ * whose address depends on nothing but the induction variable (and on
+ * loads that can be repeated). A pointer load may also reach the operand
+ * through elementwise ops of the operand's shape (a dequantizing cast and
+ * scale): its ring is then read into registers; up to PIPE_FEED_DEPTH of
+ * them. */
 static void consider_operand(Pipe *p, Value *operand, bool is_a, bool fp8) {
   bool trans;
   Value *src = sched_strip_trans(operand, &trans);
   if (!src->def || src->def->parent != p->body) return;
   Op *op = src->def;
-  if (op->kind != OP_LOAD && op->kind != OP_BLOCK_LOAD) return;
+  for (int depth = 0; op->kind != OP_LOAD && op->kind != OP_BLOCK_LOAD; depth++) {
+    if (depth == PIPE_FEED_DEPTH || !(op_info[op->kind].flags & OPF_ELEM) || !(op_info[op->kind].flags & OPF_PURE))
+      return;
+    Op *next = NULL; /* the one operand made by a load or an elementwise op of the body */
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      Value *x = op->operands[i];
+      if (!x->def || x->def->parent != p->body || !type_shape_eq(x->type, src->type)) continue;
+      unsigned fl = op_info[x->def->kind].flags;
+      if (x->def->kind != OP_LOAD && x->def->kind != OP_BLOCK_LOAD && !((fl & OPF_ELEM) && (fl & OPF_PURE))) continue;
+      if (next) return;
+      next = x->def;
+    }
+    if (!next) return;
+    op = next;
+    if (op->kind == OP_BLOCK_LOAD) return; /* TMA boxes feed wgmma as they are */
+  }
   if (fp8 && trans != !is_a) return; /* fp8 needs K-major: A as is, B transposed */
   if (find_load(p, op) || p->nloads == PIPE_MAX_LOADS) return;
   if (op->kind == OP_LOAD && !cp_async_ok(p, op)) return;
@@ -173,7 +211,7 @@ static bool other_uses(const Block *b, const Value *v, const Op *user) {
  * when the ring has min_stages slots or more (without producer warps, one
  * slot is read, D are in flight and at least one is being filled). */
 static int pick_overlap(const Pipe *p, int min_stages) {
-  if (p->ndots != 1 || p->N < min_stages) return 0;
+  if (p->ndots != 1 || !p->wgmma[0] || p->N < min_stages) return 0;
   const Op *dot = p->dots[0];
   const Value *acc = dot->operands[2];
   if (acc->def || acc->owner != p->body || acc == p->iv) return 0;
@@ -225,7 +263,7 @@ static Value *view_of(IrBuilder *b, Value *ring, Value *stage) {
 }
 
 /* Copies the address ops for iteration `iv_value` and fills `stage`. */
-static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
+static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value, bool first) {
   Sched *s = p->s;
   PtrMap map;
   ptrmap_init(&map, s->a);
@@ -237,6 +275,12 @@ static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
     else
       ir_append(b->block, c);
   }
+  /* The rings' bytes are free for other uses before their first fill: the
+   * address arithmetic of that fill may exchange values through scratch
+   * shared memory there (a loaded page index laid out for a 2-D address),
+   * so with loads among the deps every thread is past those reads before
+   * any copy lands. */
+  if (first && p->dep_loads) sched_barrier(b);
   if (p->ntma) {
     Op *w = irb_op(b, OP_MBAR_WAIT, 2, (Value *[]){p->empty, stage}, NULL);
     w->attr[0] = 1; /* only the thread that issues the copies */
@@ -269,12 +313,12 @@ static void produce(Pipe *p, IrBuilder *b, Value *stage, Value *iv_value) {
 
 /* One prologue step or the in-loop issue: `if (iteration exists) fill`,
  * the iteration `ahead` steps after the one at `from`. */
-static void issue(Pipe *p, IrBuilder *b, Value *stage, Value *from, int ahead) {
+static void issue(Pipe *p, IrBuilder *b, Value *stage, Value *from, int ahead, bool first) {
   int64_t step;
   ir_const_int(p->step, &step);
   IrBuilder in = irb_if(b, exists_ahead(p, b, from, ahead));
   Value *iv_value = ahead ? irb_binary(&in, OP_ADD, from, const_like(&in, p->step, ahead * step)) : from;
-  produce(p, &in, stage, iv_value);
+  produce(p, &in, stage, iv_value, first);
   if (p->ntma < p->nloads) irb_op(b, OP_ASYNC_COMMIT, 0, NULL, NULL);
 }
 
@@ -345,9 +389,11 @@ static void wait_for_loop_result(Pipe *p, IrBuilder *post) {
   w->operands[0] = res;
 }
 
-/* The loads become reads of the stage; a dot then takes the read's
- * buffer itself (the read disappears when nothing else uses it). The dots
- * become wgmmas; returns the last one's wait (NULL after an error). */
+/* The loads become reads of the stage; a wgmma dot then takes the read's
+ * buffer itself (the read disappears when nothing else uses it), an
+ * mma.sync dot its registers. The wgmma dots become wgmmas; returns the
+ * last one's wait (NULL when there is none; Sched.failed after an
+ * error). */
 static Op *read_stage_and_compute(Pipe *p, IrBuilder *top, Value *st) {
   Sched *s = p->s;
   for (int i = 0; i < p->nloads; i++) {
@@ -359,8 +405,9 @@ static Op *read_stage_and_compute(Pipe *p, IrBuilder *top, Value *st) {
   ir_apply_replacements(s->f);
   for (int i = 0; i < p->nloads; i++) ir_unlink(p->loads[i].op);
   Op *last_wait = NULL;
-  for (int i = 0; i < p->ndots && !s->failed; i++) last_wait = sched_wgmma_dot(s, p->dots[i], p->D);
-  return s->failed ? NULL : last_wait;
+  for (int i = 0; i < p->ndots && !s->failed; i++)
+    if (p->wgmma[i]) last_wait = sched_wgmma_dot(s, p->dots[i], p->D);
+  return last_wait;
 }
 
 static void rewrite(Pipe *p) {
@@ -371,7 +418,7 @@ static void rewrite(Pipe *p) {
    * buffers whose live ranges ended), so everyone is past them first */
   IrBuilder pre = irb_before(s->a, loop);
   sched_barrier(&pre);
-  for (int j = 0; j < p->P; j++) issue(p, &pre, irb_const_int(&pre, SK_I32, j), p->lo, j);
+  for (int j = 0; j < p->P; j++) issue(p, &pre, irb_const_int(&pre, SK_I32, j), p->lo, j, j == 0);
   /* iteration t = (iv - lo) / step (exact in u64): wait for stage t % N */
   IrBuilder top = irb_before(s->a, p->body->first);
   Value *tu = irb_binary(&top, OP_DIV, irb_binary(&top, OP_SUB, as_u64(&top, p->iv), as_u64(&top, p->lo)),
@@ -386,9 +433,10 @@ static void rewrite(Pipe *p) {
   }
   if (p->ntma) irb_op(&top, OP_MBAR_WAIT, 2, (Value *[]){p->full, st}, NULL);
   Op *last_wait = read_stage_and_compute(p, &top, st);
-  if (!last_wait) return;
-  /* release the stage whose wgmmas are done, then issue iteration t + P */
-  IrBuilder after = last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
+  if (s->failed) return;
+  /* release the stage whose wgmmas are done, then issue iteration t + P
+   * (only mma.sync dots: their reads are done when the stage's reads are) */
+  IrBuilder after = last_wait && last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
   if (p->ntma) {
     if (p->D == 0) {
       release(p, &after, st);
@@ -398,7 +446,7 @@ static void rewrite(Pipe *p) {
     }
   }
   IrBuilder end = irb_at_end(s->a, p->body);
-  issue(p, &end, stage_plus(p, &end, st, p->P), p->iv, p->P);
+  issue(p, &end, stage_plus(p, &end, st, p->P), p->iv, p->P, false);
   /* after the loop: the last wgmma, the last release, open copy groups */
   IrBuilder post = loop->next ? irb_before(s->a, loop->next) : irb_at_end(s->a, loop->parent);
   if (p->D) {
@@ -479,8 +527,8 @@ static void rewrite_split(Pipe *p) {
   /* consumer: wait for the slot, read it */
   irb_op(&top, OP_MBAR_WAIT, 3, (Value *[]){p->full, st, phase}, NULL);
   Op *last_wait = read_stage_and_compute(p, &top, st);
-  if (!last_wait) return;
-  IrBuilder after = last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
+  if (s->failed) return;
+  IrBuilder after = last_wait && last_wait->next ? irb_before(s->a, last_wait->next) : irb_at_end(s->a, p->body);
   if (p->D == 0) {
     release(p, &after, st);
   } else {
@@ -514,13 +562,17 @@ bool sched_pipeline_loop(Sched *s, Op *loop) {
   p->N = (int)loop->attr[0];
   int64_t step;
   if (!ir_const_int(p->step, &step) || step <= 0) return false; /* only counting-up loops with a constant step */
-  for (Op *op = p->body->first; op; op = op->next)
-    if (op->kind == OP_DOT && dot_engine(op, s->num_warps) == DOT_WGMMA && p->ndots < PIPE_MAX_DOTS)
-      p->dots[p->ndots++] = op;
+  p->readonly = !writes_memory(p->body);
+  for (Op *op = p->body->first; op; op = op->next) {
+    DotEngine e = op->kind == OP_DOT ? dot_engine(op, s->num_warps) : DOT_FMA;
+    if (e == DOT_FMA || p->ndots == PIPE_MAX_DOTS) continue;
+    p->wgmma[p->ndots] = e == DOT_WGMMA;
+    p->dots[p->ndots++] = op;
+  }
   for (int i = 0; i < p->ndots; i++) {
     Op *dot = p->dots[i];
     bool fp8 = is_fp8(dot->operands[0]->type.kind);
-    if (!sched_a_in_registers(dot->operands[0])) consider_operand(p, dot->operands[0], true, fp8);
+    if (!p->wgmma[i] || !sched_a_in_registers(dot->operands[0])) consider_operand(p, dot->operands[0], true, fp8);
     consider_operand(p, dot->operands[1], false, fp8);
   }
   if (!p->nloads) return false;

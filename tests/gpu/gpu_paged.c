@@ -18,6 +18,10 @@
 /* bf16 outputs, f32 sums in another order; lse in f32 */
 #define PAGED_OUT_TOL 1e-2
 #define PAGED_LSE_TOL 1e-3
+/* prefill over an e4m3 or int4 cache: the dequantized keys are rounded to
+ * bf16 for the tensor cores (one rounding more than the reference makes),
+ * and a block of queries sees them all */
+#define PAGED_LSE_TOL_QUANT 1e-2
 
 typedef struct PagedCase {
   const char *name;
@@ -458,10 +462,9 @@ static bool run_prefill(Gpu *g, const tile_paged *pg, const PrefillCase *c, uint
         lerr = isnan(gl) ? INFINITY : fmax(lerr, fabs(gl - wl) / fmax(1, fabs(wl)));
       }
   }
-  double rel = ref > 0 ? err / ref : err;
-  if (ok && (rel > PAGED_OUT_TOL || lerr > PAGED_LSE_TOL)) {
-    printf("  out relative error %.3g (tolerance %g), lse %.3g (tolerance %g)\n", rel, PAGED_OUT_TOL, lerr,
-           PAGED_LSE_TOL);
+  double rel = ref > 0 ? err / ref : err, ltol = int4 || fp8 ? PAGED_LSE_TOL_QUANT : PAGED_LSE_TOL;
+  if (ok && (rel > PAGED_OUT_TOL || lerr > ltol)) {
+    printf("  out relative error %.3g (tolerance %g), lse %.3g (tolerance %g)\n", rel, PAGED_OUT_TOL, lerr, ltol);
     ok = false;
   }
   free(q), free(k), free(v), free(s), free(want);
