@@ -220,6 +220,10 @@ void bench_decode(Gpu *g) {
  * e4m3 cache in tokens per second against bf16. */
 #define PREFILL_BATCH 8
 #define PREFILL_HEADS_KV 8
+/* paged_prefill's parameters (lang/std/paged_decode.tile) */
+#define PREFILL_ARGS 21
+/* its rows of (token, head) pairs per program */
+#define PREFILL_BLOCK_M 128
 
 typedef struct PrefillCall {
   const tile_paged *pg;
@@ -228,10 +232,14 @@ typedef struct PrefillCall {
   tile_attention *att;
   tile_attention_problem ap;
   uint64_t out, lse, q, k, v;
+  const tile_kernel *k_sweep; /* a build of paged_prefill run instead (bf16 cache), or NULL */
+  uint32_t grid[3];
+  tile_arg args[PREFILL_ARGS];
 } PrefillCall;
 
 static bool do_prefill(void *ctx) {
   PrefillCall *c = ctx;
+  if (c->k_sweep) return tile_launch(c->k_sweep, c->grid, NULL, c->args, PREFILL_ARGS) == TILE_OK;
   if (tile_paged_prefill(c->pg, &c->plan, &c->buf, NULL) != TILE_OK) {
     printf("  tile_paged_prefill: %s\n", tile_last_error());
     return false;
@@ -251,7 +259,8 @@ static bool do_contiguous(void *ctx) {
 /* Milliseconds of one prefill of q_len new tokens per sequence after
  * `prefix` cached ones; with att, the contiguous forward's too (prefix 0). */
 static double time_prefill(Gpu *g, const tile_paged *pg, tile_attention *att, int q_len, int prefix, bool causal,
-                           tile_paged_kv_type kv, double *contiguous_ms) {
+                           tile_paged_kv_type kv, double *contiguous_ms, const Variant *sweep, int nsweep,
+                           double *sweep_ms) {
   int len = prefix + q_len, B = PREFILL_BATCH;
   size_t per_seq = (size_t)(len + DECODE_PAGE - 1) / DECODE_PAGE, pages = per_seq * B;
   size_t elems = pages * DECODE_PAGE * PREFILL_HEADS_KV * DECODE_DIM, qn = (size_t)B * q_len * DECODE_HEADS * DECODE_DIM;
@@ -295,6 +304,22 @@ static double time_prefill(Gpu *g, const tile_paged *pg, tile_attention *att, in
   c.buf = (tile_paged_buffers){.out = bufs[3], .lse = bufs[4], .q = bufs[2], .k_cache = bufs[0], .v_cache = bufs[1],
                                .kv_scale = bufs[8], .page_ids = bufs[5], .indptr = bufs[6], .kv_len = bufs[7],
                                .qo_indptr = bufs[9]};
+  for (int i = 0; i < nsweep; i++) { /* other builds of the kernel, launched as tile_paged_prefill does */
+    const tile_paged_buffers *b = &c.buf;
+    tile_arg a[PREFILL_ARGS] = {
+        tile_arg_ptr(b->out),      tile_arg_ptr(b->lse),     tile_arg_ptr(b->q),      tile_arg_ptr(b->k_cache),
+        tile_arg_ptr(b->v_cache),  tile_arg_ptr(b->kv_scale), tile_arg_ptr(b->page_ids), tile_arg_ptr(b->indptr),
+        tile_arg_ptr(b->kv_len),   tile_arg_ptr(b->qo_indptr), tile_arg_i64(DECODE_HEADS), tile_arg_i64(PREFILL_HEADS_KV),
+        tile_arg_f32(c.plan.p.sm_scale), tile_arg_bool(causal), tile_arg_i64(c.plan.p.strides[0]),
+        tile_arg_i64(c.plan.p.strides[1]), tile_arg_i64(c.plan.p.strides[2]), tile_arg_i64(DECODE_HEADS * DECODE_DIM),
+        tile_arg_i64(DECODE_DIM), tile_arg_ptr(b->kv_scale), tile_arg_ptr(b->kv_scale)};
+    PrefillCall v = c;
+    v.k_sweep = sweep[i].kernel;
+    memcpy(v.args, a, sizeof a);
+    int64_t rows = (int64_t)q_len * (DECODE_HEADS / PREFILL_HEADS_KV);
+    v.grid[0] = (uint32_t)((rows + PREFILL_BLOCK_M - 1) / PREFILL_BLOCK_M), v.grid[1] = PREFILL_HEADS_KV, v.grid[2] = B;
+    sweep_ms[i] = bench_time_ms(g, do_prefill, &v);
+  }
   ms = bench_time_ms(g, do_prefill, &c);
   if (att && contiguous_ms) { /* the same shapes contiguous, BSHD: [batch, seqlen, heads, d] */
     size_t kvn = (size_t)B * len * PREFILL_HEADS_KV * DECODE_DIM;
@@ -317,6 +342,37 @@ done:
   return ms;
 }
 
+/* TILE_BENCH_PREFILL_SWEEP=BLOCK_N:STAGES[,...] (=1: PREFILL_SWEEP_DEFAULT):
+ * builds of paged_prefill, bf16 and e4m3 caches, 2k causal, printed (not
+ * rows). */
+#define PREFILL_SWEEP_DEFAULT "64:1,64:3,64:4,128:1,128:2,128:3"
+static void prefill_sweep(Gpu *g, const tile_paged *pg, const char *list) {
+  if (!strcmp(list, "1")) list = PREFILL_SWEEP_DEFAULT;
+  const double fl = 4.0 * PREFILL_BATCH * DECODE_HEADS * DECODE_DIM * 2048.0 * 2049 / 2;
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    Variant v[SWEEP_MAX];
+    char what[SWEEP_MAX][2][8];
+    int n = 0;
+    for (const char *at = list; *at && n < SWEEP_MAX;) {
+      size_t len = strcspn(at, ",");
+      if (len < 16 && sscanf(at, "%7[0-9]:%7[0-9]", what[n][0], what[n][1]) == 2) {
+        const char *defs[] = {"BLOCK_N", what[n][0], "STAGES", what[n][1], "KV", fp8 ? "f8e4m3" : "bf16",
+                              "SCALED", fp8 ? "true" : "false", NULL};
+        if (variant_build_kernel(g, "lang/std/paged_decode.tile", "paged_prefill", defs, &v[n])) n++;
+        else printf("prefill sweep: %.*s does not build\n", (int)len, at);
+      }
+      at += len + (at[len] == ',');
+    }
+    double ms[SWEEP_MAX];
+    time_prefill(g, pg, NULL, 2048, 0, true, fp8 ? TILE_PAGED_KV_E4M3 : TILE_PAGED_KV_BF16, NULL, v, n, ms);
+    for (int i = 0; i < n; i++) {
+      printf("prefill sweep b8 kv8 2k causal %s: BLOCK_N %s STAGES %s: %.3f ms, %.1f TFLOP/s\n", fp8 ? "e4m3" : "bf16",
+             what[i][0], what[i][1], ms[i], ms[i] > 0 ? fl / (ms[i] * 1e9) : 0.0);
+      variant_free(&v[i]);
+    }
+  }
+}
+
 void bench_prefill(Gpu *g) {
   tile_paged *pg = NULL;
   tile_attention *att = NULL;
@@ -325,11 +381,13 @@ void bench_prefill(Gpu *g) {
     tile_paged_destroy(pg);
     return;
   }
+  const char *sw = getenv("TILE_BENCH_PREFILL_SWEEP");
+  if (sw && *sw) prefill_sweep(g, pg, sw);
   char name[DECODE_NAME_BYTES];
   const double hd = (double)PREFILL_BATCH * DECODE_HEADS * DECODE_DIM;
   double causal_ms = -1, full_ms = -1;
-  double ms_c = time_prefill(g, pg, att, 2048, 0, true, TILE_PAGED_KV_BF16, &causal_ms);
-  double ms_f = time_prefill(g, pg, att, 2048, 0, false, TILE_PAGED_KV_BF16, &full_ms);
+  double ms_c = time_prefill(g, pg, att, 2048, 0, true, TILE_PAGED_KV_BF16, &causal_ms, NULL, 0, NULL);
+  double ms_f = time_prefill(g, pg, att, 2048, 0, false, TILE_PAGED_KV_BF16, &full_ms, NULL, 0, NULL);
   double fl_c = 4 * hd * 2048.0 * 2049 / 2, fl_f = 4 * hd * 2048.0 * 2048;
   if (ms_c > 0 && causal_ms > 0)
     bench_add_row("prefill b8 h32 kv8 d128 2k causal page16 TFLOP/s vs contiguous (paged_prefill, flash_attention_ws)",
@@ -337,12 +395,12 @@ void bench_prefill(Gpu *g) {
   if (ms_f > 0 && full_ms > 0)
     bench_add_row("prefill b8 h32 kv8 d128 2k full page16 TFLOP/s vs contiguous (paged_prefill, flash_attention_ws)",
                   fl_f / (ms_f * 1e9), fl_f / (full_ms * 1e9), "TFLOP/s");
-  double ms_p = time_prefill(g, pg, NULL, 512, 3584, true, TILE_PAGED_KV_BF16, NULL);
+  double ms_p = time_prefill(g, pg, NULL, 512, 3584, true, TILE_PAGED_KV_BF16, NULL, NULL, 0, NULL);
   double fl_p = 4 * hd * (512.0 * 3584 + 512.0 * 513 / 2);
   if (ms_p > 0 && causal_ms > 0)
     bench_add_row("prefill b8 h32 kv8 d128 512 new after 3584 cached, causal, TFLOP/s vs contiguous causal 2k",
                   fl_p / (ms_p * 1e9), fl_c / (causal_ms * 1e9), "TFLOP/s");
-  double ms_8 = time_prefill(g, pg, NULL, 2048, 0, true, TILE_PAGED_KV_E4M3, NULL);
+  double ms_8 = time_prefill(g, pg, NULL, 2048, 0, true, TILE_PAGED_KV_E4M3, NULL, NULL, 0, NULL);
   snprintf(name, sizeof name, "prefill b8 h32 kv8 d128 2k causal page16 e4m3 Mtok/s vs bf16 (paged_prefill)");
   double tokens = (double)PREFILL_BATCH * 2048;
   if (ms_8 > 0 && ms_c > 0) bench_add_row(name, tokens / (ms_8 * 1e3), tokens / (ms_c * 1e3), "Mtok/s");

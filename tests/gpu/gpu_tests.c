@@ -21,8 +21,8 @@
 #include "gpu_common.h"
 #include "numeric/numeric.h"
 
-/* Arguments of a case's kernel (gpu_regressions has 18). */
-#define MAX_ARGS 20
+/* Arguments of a case's kernel (paged_prefill has 21). */
+#define MAX_ARGS 24
 #define F32_TOL 1e-5
 #define BF16_TOL 1e-2
 /* fp8 attention, GPU against the interpreter: P rounded to e4m3 on both,
@@ -55,6 +55,8 @@ typedef struct Case {
   /* also run the kernel with its @pipeline annotations removed: every
    * output must be bit for bit the same */
   bool unannotated;
+  /* optional: the kernel of the file to run (its first otherwise) */
+  const char *kernel;
 } Case;
 
 /* The buffer of parameter `name`. */
@@ -163,6 +165,9 @@ static void set_tile_arg(tile_arg *t, tc_arg *ia, const tc_param *p, const Arg *
   } else if (p->kind == TC_PARAM_FLOAT) {
     *t = tile_arg_f64(a->value);
     ia->f = a->value;
+  } else if (p->kind == TC_PARAM_BOOL) {
+    *t = tile_arg_bool(a->value != 0);
+    ia->i = a->value != 0;
   } else {
     *t = tile_arg_i64((int64_t)a->value);
     ia->i = (int64_t)a->value;
@@ -179,7 +184,8 @@ static bool same_without_pipeline(Gpu *g, const Case *c, const Variant *v, DBuf 
   if (!bare) return false;
   tc_codegen_options go = {.linker = TC_LINKER_AUTO};
   Variant w;
-  bool ok = variant_build_text(g, c->file, bare, len, c->defines[0] ? c->defines : NULL, &go, &w);
+  bool ok = c->kernel ? variant_build_text_kernel(g, c->file, bare, len, c->kernel, c->defines[0] ? c->defines : NULL, &w)
+                      : variant_build_text(g, c->file, bare, len, c->defines[0] ? c->defines : NULL, &go, &w);
   free(bare);
   void *first[MAX_ARGS] = {0};
   for (int i = 0; ok && i < n; i++) {
@@ -209,7 +215,7 @@ static bool same_without_pipeline(Gpu *g, const Case *c, const Variant *v, DBuf 
 
 static bool run_case(Gpu *g, const Case *c, uint64_t seed) {
   Variant v;
-  bool ok = variant_build(g, c->file, c->defines, &v);
+  bool ok = c->kernel ? variant_build_kernel(g, c->file, c->kernel, c->defines, &v) : variant_build(g, c->file, c->defines, &v);
   int n = ok ? tc_param_count(v.comp, 0) : 0;
   DBuf bufs[MAX_ARGS] = {0};
   void *interp_host[MAX_ARGS] = {0};
@@ -334,6 +340,19 @@ static void prepare_paged(DBuf *bufs, int n) {
   dbuf_set(indptr, PAGED_BATCH, at);
 }
 
+/* paged_prefill's cache: one sequence of PREFILL_KV tokens (the last
+ * PREFILL_Q of them new) in pages of 16 of the same shuffled pool. */
+#define PREFILL_Q 100
+#define PREFILL_KV 300
+static void prepare_prefill(DBuf *bufs, int n) {
+  DBuf *ids = buf(bufs, n, "page_ids"), *indptr = buf(bufs, n, "indptr"), *len = buf(bufs, n, "kv_len");
+  DBuf *qo = buf(bufs, n, "qo_indptr");
+  for (int p = 0; p < (PREFILL_KV + 15) / 16; p++) dbuf_set(ids, (size_t)p, (p * 7 + 3) % PAGED_POOL);
+  dbuf_set(indptr, 0, 0), dbuf_set(indptr, 1, (PREFILL_KV + 15) / 16);
+  dbuf_set(len, 0, PREFILL_KV);
+  dbuf_set(qo, 0, 0), dbuf_set(qo, 1, PREFILL_Q);
+}
+
 /* ---- the cases ---- */
 
 #define SC(nm, v) {nm, SCALAR, 0, 0, 0, v, 0}
@@ -353,101 +372,122 @@ static void prepare_paged(DBuf *bufs, int n) {
    SC("stride_head", D), INB("k_scales", 1, 1, 1), INB("v_scales", 1, 1, 1)}
 #define PAGED_ARGS(lo, hi, slo, shi) PAGED_ARGS_D(64, lo, hi, slo, shi)
 
+/* paged_prefill's arguments (prepare_prefill's cache: 2 KV heads, 8 query
+ * heads, head dim D); grid (cdiv(PREFILL_Q * 4, 128), 2). */
+#define PREFILL_ARGS_D(D, lo, hi, slo, shi, causal)                                                                   \
+  {OUTB("out", PREFILL_Q * 8 * D, BF16_TOL), OUTB("lse", PREFILL_Q * 8, F32_TOL), INB("q", PREFILL_Q * 8 * D, -1, 1), \
+   INB("k_cache", PAGED_POOL * 16 * 2 * D, lo, hi), INB("v_cache", PAGED_POOL * 16 * 2 * D, lo, hi),                 \
+   INB("kv_scale", 4, slo, shi), INB("page_ids", (PREFILL_KV + 15) / 16, 0, 1), INB("indptr", 2, 0, 1),               \
+   INB("kv_len", 1, 0, 1), INB("qo_indptr", 2, 0, 1), SC("heads", 8), SC("kv_heads", 2), SC("sm_scale", 0.09),        \
+   SC("causal", causal), SC("stride_page", 16 * 2 * D), SC("stride_slot", 2 * D), SC("stride_head", D),              \
+   SC("q_stride_t", 8 * D), SC("q_stride_h", D), INB("k_scales", 1, 1, 1), INB("v_scales", 1, 1, 1)}
+
 static const Case cases[] = {
     {"vector_add f32", "tests/kernels/vector_add.tile", {"T", "f32", NULL}, 100003, "BLOCK", 0,
      {OUTB("z", 100003, 0), INB("x", 100003, -100, 100), INB("y", 100003, -100, 100), SC("n", 100003)}, NULL,
-     ref_vector_add, F32_TOL, false},
+     ref_vector_add, F32_TOL, false, NULL},
     {"vector_add i32", "tests/kernels/vector_add.tile", {"T", "i32", "BLOCK", "256", NULL}, 777, "BLOCK", 0,
-     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL, NULL, 0, false},
+     {OUTB("z", 777, 0), INB("x", 777, -1e6, 1e6), INB("y", 777, -1e6, 1e6), SC("n", 777)}, NULL, NULL, 0, false, NULL},
     {"vector_add bf16", "tests/kernels/vector_add.tile", {"T", "bf16", NULL}, 5000, "BLOCK", 0,
-     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL, NULL, 0, false},
+     {OUTB("z", 5000, 0), INB("x", 5000, -10, 10), INB("y", 5000, -10, 10), SC("n", 5000)}, NULL, NULL, 0, false, NULL},
     {"reductions", "tests/kernels/reductions.tile", {NULL}, 33, "BLOCK_R", 0,
      {OUTB("row_sum", 33, F32_TOL), OUTB("row_max", 33, 0), OUTB("row_argmax", 33, 0), ZEROB("col_sum", 50, F32_TOL),
       ZEROB("total", 1, F32_TOL), INB("x", 33 * 50, -10, 10), SC("rows", 33), SC("cols", 50)}, prepare_reductions,
-     NULL, 0, false},
+     NULL, 0, false, NULL},
     {"scans (cumsum)", "tests/kernels/scans.tile", {NULL}, 3, NULL, 0,
      {OUTB("row_scan", 40 * 50, 0), OUTB("col_scan", 40 * 50, 0), OUTB("ranks", 300, 0), OUTB("counts", 3, 0),
       INB("x", 40 * 50, -10, 10), INB("v", 300, 0, 8), INB("bytes", 300, 0, 8), SC("rows", 40), SC("cols", 50),
-      SC("n", 300)}, NULL, NULL, 0, false},
+      SC("n", 300)}, NULL, NULL, 0, false, NULL},
     {"paged_decode bf16 GQA 4, ragged pages (vs the interpreter)", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", NULL}, 2, NULL, PAGED_BATCH, PAGED_ARGS(-1, 1, 1, 1), prepare_paged, NULL, 0,
-     false},
+     false, NULL},
     {"paged_decode bf16 d128, 4 warps, blocks of 16 tokens", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "128", "PAGE", "16", "WARPS", "4", "BLOCK_N", "16", NULL}, 2, NULL, PAGED_BATCH,
-     PAGED_ARGS_D(128, -1, 1, 1, 1), prepare_paged, NULL, 0, false},
+     PAGED_ARGS_D(128, -1, 1, 1, 1), prepare_paged, NULL, 0, false, NULL},
     {"paged_decode bf16 8 warps, blocks of 32 tokens", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", "WARPS", "8", "BLOCK_N", "32", NULL}, 2, NULL, PAGED_BATCH,
-     PAGED_ARGS(-1, 1, 1, 1), prepare_paged, NULL, 0, false},
+     PAGED_ARGS(-1, 1, 1, 1), prepare_paged, NULL, 0, false, NULL},
     {"paged_decode fp8 e4m3 cache with per-head scales", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", NULL}, 2, NULL, PAGED_BATCH,
-     PAGED_ARGS(-400, 400, 0.001, 0.005), prepare_paged, NULL, 0, false},
+     PAGED_ARGS(-400, 400, 0.001, 0.005), prepare_paged, NULL, 0, false, NULL},
     {"paged_decode bf16 pipelined, 3 stages (cp.async ring over the page table)", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", "STAGES", "3", NULL}, 2, NULL, PAGED_BATCH, PAGED_ARGS(-1, 1, 1, 1),
-     prepare_paged, NULL, 0, false},
+     prepare_paged, NULL, 0, false, NULL},
     {"paged_decode fp8 pipelined, 4 warps, blocks of 64 tokens, 2 stages", "lang/std/paged_decode.tile",
      {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", "WARPS", "4", "BLOCK_N", "64", "STAGES", "2",
-      NULL}, 2, NULL, PAGED_BATCH, PAGED_ARGS(-400, 400, 0.001, 0.005), prepare_paged, NULL, 0, false},
+      NULL}, 2, NULL, PAGED_BATCH, PAGED_ARGS(-400, 400, 0.001, 0.005), prepare_paged, NULL, 0, false, NULL},
+    {.name = "paged_prefill bf16 d128 causal pipelined, 3 stages (vs the interpreter and the unpipelined build)",
+     .file = "lang/std/paged_decode.tile", .kernel = "paged_prefill",
+     .defines = {"HEAD_DIM", "128", "PAGE", "16", "STAGES", "3", NULL}, .grid_count = PREFILL_Q * 4,
+     .grid_const = "BLOCK_M", .grid_y = 2, .args = PREFILL_ARGS_D(128, -1, 1, 1, 1, 1), .prepare = prepare_prefill,
+     .unannotated = true},
+    {.name = "paged_prefill fp8 e4m3 d64 full, blocks of 128 keys, 2 stages", .file = "lang/std/paged_decode.tile",
+     .kernel = "paged_prefill",
+     .defines = {"HEAD_DIM", "64", "PAGE", "16", "KV", "f8e4m3", "SCALED", "true", "BLOCK_N", "128", "STAGES", "2",
+                 NULL},
+     .grid_count = PREFILL_Q * 4, .grid_const = "BLOCK_M", .grid_y = 2,
+     .args = PREFILL_ARGS_D(64, -400, 400, 0.001, 0.005, 0), .prepare = prepare_prefill, .unannotated = true},
     {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
-     prepare_casts, NULL, 0, false},
+     prepare_casts, NULL, 0, false, NULL},
     {"histogram", "tests/kernels/atomics.tile", {NULL}, 1000, "BLOCK", 0,
-     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL, NULL, 0, false},
+     {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL, NULL, 0, false, NULL},
     {"naive_attention", "tests/kernels/naive_attention.tile", {NULL}, 2, NULL, 0,
      {OUTB("out", 2 * 100 * 64, F32_TOL), INB("q", 2 * 100 * 64, -1, 1), INB("k", 2 * 100 * 64, -1, 1),
-      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL, ref_naive, F32_TOL, false},
+      INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL, ref_naive, F32_TOL, false, NULL},
     {"naive_attention causal", "tests/kernels/naive_attention.tile", {"CAUSAL", "true", NULL}, 1, NULL, 0,
      {OUTB("out", 128 * 64, F32_TOL), INB("q", 128 * 64, -1, 1), INB("k", 128 * 64, -1, 1),
-      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL, NULL, 0, false},
+      INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL, NULL, 0, false, NULL},
     {"loop_limits: loops end before their induction value wraps", "tests/kernels/loop_limits.tile", {NULL}, 1, NULL, 0,
      {OUTB("out", 6, 0), SC("lo", 2147483640), SC("hi", 2147483647), SC("step", 5), SC("ulo", 4294967290.0),
-      SC("uhi", 4294967295.0), SC("ustep", 4)}, NULL, NULL, 0, false},
+      SC("uhi", 4294967295.0), SC("ustep", 4)}, NULL, NULL, 0, false, NULL},
     {"loop_limits: big steps", "tests/kernels/loop_limits.tile", {NULL}, 1, NULL, 0,
      {OUTB("out", 6, 0), SC("lo", 2147483600), SC("hi", 2147483647), SC("step", 47), SC("ulo", 4000000000.0),
-      SC("uhi", 4294967295.0), SC("ustep", 100000000)}, NULL, NULL, 0, false},
+      SC("uhi", 4294967295.0), SC("ustep", 100000000)}, NULL, NULL, 0, false, NULL},
     {"gpu_regressions: what tile-gpu diff found", "tests/kernels/gpu_regressions.tile", {NULL}, 1, NULL, 0,
      {INB("h", 64, -32768, 32767), INB("w", 65, -1000, 1000), INB("b", 33, -128, 127), INB("x16", 512, -2, 2),
       INB("y16", 256, -2, 2), OUTB("tmp", 512, 0), OUTB("t_out", 512, 0), OUTB("neg_out", 32, 0),
       OUTB("abs_out", 32, 0), OUTB("absw_out", 32, 0), OUTB("f16_out", 32, 0), OUTB("bf_out", 32, 0),
       OUTB("mma_out", 512, F32_TOL), OUTB("loop_out", 1, 0), INB("f", 32, 0, 20), INB("bf", 32, 65536, 80000),
       OUTB("shr_out", 32, 0), OUTB("mix_out", 32, 0)},
-     prepare_gpu_regressions, NULL, 0, false},
+     prepare_gpu_regressions, NULL, 0, false, NULL},
     {"gpu_regressions_minmax: min/max of negated integers", "tests/kernels/gpu_regressions_minmax.tile", {NULL}, 1,
      NULL, 0, {INB("m", 512, -300, 300), SC("s", 7), OUTB("wide", 256, 0), OUTB("min_out", 32, 0), OUTB("max_out", 32, 0)},
-     NULL, NULL, 0, false},
+     NULL, NULL, 0, false, NULL},
     {"flash_attention_fp8 d64 n300 h2 (vs the interpreter)", "lang/std/flash_attention_fp8.tile", {NULL}, 300,
      "BLOCK_M", 2,
      {OUTB("out", 2 * 300 * 64, FP8_ATTN_TOL), INB("q", 2 * 300 * 64, -200, 200), INB("k", 2 * 300 * 64, -200, 200),
       INB("v", 2 * 300 * 64, -200, 200), SC("seqlen", 300), SC("heads", 2), SC("sm_scale", 0.125),
       SC("descale_q", 0.005), SC("descale_k", 0.0075), SC("descale_v", 0.0025), SC("stride_b", 2 * 300 * 64),
       SC("stride_h", 300 * 64), SC("stride_n", 64)},
-     NULL, NULL, 0, false},
+     NULL, NULL, 0, false, NULL},
     {"softmax 37x1000", "lang/std/softmax.tile", {NULL}, 37, NULL, 0,
      {OUTB("out", 37 * 1024, F32_TOL), INB("x", 37 * 1024, -4, 4), SC("n", 1000), SC("stride", 1024)}, NULL,
-     ref_softmax_37, F32_TOL, false},
+     ref_softmax_37, F32_TOL, false, NULL},
     {"softmax 5x4096", "lang/std/softmax.tile", {"BLOCK", "4096", NULL}, 5, NULL, 0,
-     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL, NULL, 0, false},
+     {OUTB("out", 5 * 4096, F32_TOL), INB("x", 5 * 4096, -4, 4), SC("n", 4096), SC("stride", 4096)}, NULL, NULL, 0, false, NULL},
     {"layernorm f32", "lang/std/layernorm.tile", {NULL}, 13, NULL, 0,
      {OUTB("y", 13 * 2512, F32_TOL), INB("x", 13 * 2512, -2, 3), INB("w", 2500, 0.5, 1.5), INB("b", 2500, -1, 1),
-      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL, NULL, 0, false},
+      OUTB("mean", 13, F32_TOL), OUTB("rstd", 13, F32_TOL), SC("n", 2500), SC("stride", 2512), SC("eps", 1e-5)}, NULL, NULL, 0, false, NULL},
     {"layernorm bf16", "lang/std/layernorm.tile", {"T", "bf16", "BLOCK", "256", NULL}, 7, NULL, 0,
      {OUTB("y", 7 * 784, BF16_TOL), INB("x", 7 * 784, -2, 3), INB("w", 777, 0.5, 1.5), INB("b", 777, -1, 1),
-      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL, NULL, 0, false},
+      OUTB("mean", 7, F32_TOL), OUTB("rstd", 7, F32_TOL), SC("n", 777), SC("stride", 784), SC("eps", 1e-5)}, NULL, NULL, 0, false, NULL},
     {"flash_attention d64 full", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", NULL}, 300, "BLOCK_M", 2 * 3,
      {OUTB("out", 2 * 3 * 300 * 64, BF16_TOL), INB("q", 2 * 3 * 300 * 64, -1, 1), INB("k", 2 * 3 * 300 * 64, -1, 1),
       INB("v", 2 * 3 * 300 * 64, -1, 1), SC("seqlen", 300), SC("heads", 3), SC("sm_scale", 0.125),
       SC("stride_b", 3 * 300 * 64), SC("stride_h", 300 * 64), SC("stride_n", 64)}, NULL, ref_flash_d64, BF16_TOL,
-     true},
+     true, NULL},
     {"flash_attention d128 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL},
      257, "BLOCK_M", 2,
      {OUTB("out", 2 * 257 * 128, BF16_TOL), INB("q", 2 * 257 * 128, -1, 1), INB("k", 2 * 257 * 128, -1, 1),
       INB("v", 2 * 257 * 128, -1, 1), SC("seqlen", 257), SC("heads", 2), SC("sm_scale", 0.08838834764831845),
-      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL, NULL, 0, true},
+      SC("stride_b", 2 * 257 * 128), SC("stride_h", 128), SC("stride_n", 2 * 128)}, NULL, NULL, 0, true, NULL},
     {"flash_attention d64 causal", "lang/std/flash_attention.tile", {"HEAD_DIM", "64", "CAUSAL", "true", NULL},
      190, "BLOCK_M", 1,
      {OUTB("out", 190 * 64, BF16_TOL), INB("q", 190 * 64, -1, 1), INB("k", 190 * 64, -1, 1),
       INB("v", 190 * 64, -1, 1), SC("seqlen", 190), SC("heads", 1), SC("sm_scale", 0.125),
-      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL, NULL, 0, false},
+      SC("stride_b", 190 * 64), SC("stride_h", 190 * 64), SC("stride_n", 64)}, NULL, NULL, 0, false, NULL},
 };
 
 int gpu_gemm_tests(Gpu *g, const char *only);
