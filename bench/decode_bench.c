@@ -8,7 +8,8 @@
  * measured here (read plus written bytes per second); the cuDNN decode
  * anchor comes from bench/decode_anchor.py in the same run. The fp8 e4m3
  * cache (per-head scales) is reported in tokens per second against the
- * bf16 cache's at the same shape.
+ * bf16 cache's at the same shape. TILE_BENCH_DECODE_SPLITS=N[,...] also
+ * times the batch-1 shapes split N ways (printed, not rows).
  */
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +127,25 @@ static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, til
     v.grid[0] = (uint32_t)s->heads_kv, v.grid[1] = (uint32_t)s->batch, v.grid[2] = 1;
     sweep_ms[i] = bench_time_ms(g, do_decode, &v);
   }
+  const char *split_list = getenv("TILE_BENCH_DECODE_SPLITS");
+  if (split_list && *split_list && s->batch == 1) /* other split counts than the rule's, the same kernels */
+    for (const char *at = split_list; *at;) {
+      int n = atoi(at);
+      size_t rows = (size_t)n * (size_t)s->batch * DECODE_HEADS;
+      uint64_t ws = 0;
+      if (n >= 2 && n <= TILE_PAGED_MAX_SPLITS &&
+          tile_mem_alloc(g->rt, rows * (DECODE_DIM + 1) * sizeof(float), &ws) == TILE_OK) {
+        DecodeCall v = c;
+        v.plan.splits = n, v.plan.workspace_bytes = rows * (DECODE_DIM + 1) * sizeof(float), v.buf.workspace = ws;
+        double t = bench_time_ms(g, do_decode, &v);
+        printf("splits b%d kv%d %dk %s: %d splits (the rule: %d): %.4f ms, %.2f TB/s of bf16-equivalent K+V\n",
+               s->batch, s->heads_kv, s->len / 1024, elem, n, c.plan.splits, t,
+               (double)s->batch * s->len * s->heads_kv * DECODE_DIM * 2 * 2 / (t * 1e9));
+        tile_mem_free(g->rt, ws);
+      }
+      at += strcspn(at, ",");
+      at += *at == ',';
+    }
   ms = bench_time_ms(g, do_decode, &c);
   /* a fast wrong kernel does not pass as a result: the outputs are finite */
   if (ms > 0) {
