@@ -73,7 +73,7 @@ void tile_paged_destroy(tile_paged *pg) {
 int tile_paged_splits(int batch, int heads_kv, int max_kv_len, int sm_count) {
   int64_t programs = (int64_t)(batch > 0 ? batch : 1) * (heads_kv > 0 ? heads_kv : 1);
   int64_t target = (int64_t)TILE_PAGED_TARGET_WAVES * (sm_count > 0 ? sm_count : 1);
-  int64_t want = (target + programs - 1) / programs;
+  int64_t want = target / programs; /* at most the target: a partial extra wave costs more than it fills */
   int64_t most = max_kv_len / TILE_PAGED_MIN_CHUNK;
   if (want > most) want = most;
   if (want > TILE_PAGED_MAX_SPLITS) want = TILE_PAGED_MAX_SPLITS;

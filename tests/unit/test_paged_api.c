@@ -22,9 +22,15 @@ static void expect_plan_error(const tile_paged_problem *p, const char *message) 
 Test(paged_api, the_split_rule) {
   /* enough programs: no split */
   cr_expect_eq(tile_paged_splits(64, 8, 32768, 132), 1);
-  /* 8 programs on 132 SMs: cdiv(2 * 132, 8) = 33 */
-  cr_expect_eq(tile_paged_splits(1, 8, 32768, 132), 33);
-  cr_expect_eq(tile_paged_splits(1, 32, 32768, 132), 9);
+  /* 512 programs: fewer than 4 * 132, but two splits would pass it */
+  cr_expect_eq(tile_paged_splits(64, 8, 4096, 132), 1);
+  /* 256 programs: two splits reach 512 */
+  cr_expect_eq(tile_paged_splits(32, 8, 32768, 132), 2);
+  /* 32 programs on 132 SMs: 4 * 132 / 32 = 16 */
+  cr_expect_eq(tile_paged_splits(1, 32, 32768, 132), 16);
+  /* 8 programs: 66, but no chunk below 512 tokens (64) */
+  cr_expect_eq(tile_paged_splits(1, 8, 32768, 132), 64);
+  cr_expect_eq(tile_paged_splits(1, 8, 16384, 132), 32);
   /* no chunk below TILE_PAGED_MIN_CHUNK tokens */
   cr_expect_eq(tile_paged_splits(1, 8, 3 * TILE_PAGED_MIN_CHUNK, 132), 3);
   cr_expect_eq(tile_paged_splits(1, 8, 100, 132), 1);
