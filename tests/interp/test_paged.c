@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "paged_ref.h"
 
 #define BF16_TOL 1e-2
 #define LSE_TOL 1e-3
@@ -26,20 +27,10 @@ typedef struct Decode {
   bool int4;               /* a u8 cache of 4-bit values with group scales */
 } Decode;
 
-enum { D = 64, INT4_GROUP = 32 };
+enum { D = 64, INT4_GROUP = PAGED_REF_INT4_GROUP };
 
 /* Element e of the key or value row at `at` (in the cache's elements:
  * bytes for int4) of KV head g, dequantized as the kernel does. */
-static double kv_value(const Decode *c, const HBuf *cache, const HBuf *gscale, const HBuf *hscale, int which, int g,
-                       size_t at, int e) {
-  if (c->int4) {
-    int byte = (int)hbuf_get(cache, at + (size_t)e / 2);
-    int nib = (byte >> (e % 2 * 4)) & 15;
-    return (nib - 8) * hbuf_get(gscale, (at + (size_t)e / 2) / (INT4_GROUP / 2));
-  }
-  return hbuf_get(cache, at + e) * hbuf_get(hscale, 2 * g + which);
-}
-
 static void check_decode(const Decode *c, uint64_t seed) {
   Rng rng = {seed};
   int total_pages = 0, *npages = calloc((size_t)c->batch, sizeof(int));
@@ -122,7 +113,7 @@ static void check_decode(const Decode *c, uint64_t seed) {
         size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
         double dotp = 0;
         for (int e = 0; e < D; e++)
-          dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * kv_value(c, &kc, &kg, &ks, 0, g, at, e);
+          dotp += hbuf_get(&q, ((size_t)b * c->heads + h) * D + e) * paged_kv_value(c->int4, &kc, &kg, &ks, 0, g, at, e);
         s[t] = dotp * scale, mx = fmax(mx, s[t]);
       }
       double sum = 0;
@@ -131,7 +122,7 @@ static void check_decode(const Decode *c, uint64_t seed) {
         int page = (int)hbuf_get(&ids, first + t / c->page);
         size_t at = (size_t)page * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
         for (int e = 0; e < D; e++)
-          want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * kv_value(c, &vc, &vg, &ks, 1, g, at, e);
+          want[((size_t)b * c->heads + h) * D + e] += s[t] / sum * paged_kv_value(c->int4, &vc, &vg, &ks, 1, g, at, e);
       }
       want_lse[(size_t)b * c->heads + h] = mx + log(sum);
     }

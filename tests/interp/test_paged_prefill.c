@@ -14,27 +14,19 @@
 #include <string.h>
 
 #include "harness.h"
+#include "paged_ref.h"
 
 #define BF16_TOL 1e-2
 #define LSE_TOL 1e-3
 #define LSE_TOL_FP8 1e-2
 
-enum { D = 64, INT4_GROUP = 32, BATCH_MAX = 4, BLOCK_M = 128, Q_PAD = 8 /* elements between q's token rows */ };
+enum { D = 64, INT4_GROUP = PAGED_REF_INT4_GROUP, BATCH_MAX = 4, BLOCK_M = 128, Q_PAD = 8 /* elements between q's token rows */ };
 
 typedef struct Prefill {
   int batch, heads, kv_heads, page;
   bool causal, hnd, fp8, int4;
   int q_lens[BATCH_MAX], kv_lens[BATCH_MAX]; /* kv_lens[b] >= q_lens[b] */
 } Prefill;
-
-static double kv_value(const Prefill *c, const HBuf *cache, const HBuf *gscale, const HBuf *hscale, int which, int g,
-                       size_t at, int e) {
-  if (c->int4) {
-    int byte = (int)hbuf_get(cache, at + (size_t)e / 2);
-    return (((byte >> (e % 2 * 4)) & 15) - 8) * hbuf_get(gscale, (at + (size_t)e / 2) / (INT4_GROUP / 2));
-  }
-  return hbuf_get(cache, at + e) * hbuf_get(hscale, 2 * g + which);
-}
 
 static void check_prefill(const Prefill *c, uint64_t seed) {
   Rng rng = {seed};
@@ -110,7 +102,7 @@ static void check_prefill(const Prefill *c, uint64_t seed) {
           int pg = (int)hbuf_get(&ids, first + t / c->page);
           size_t at = (size_t)pg * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
           double dotp = 0;
-          for (int e = 0; e < D; e++) dotp += hbuf_get(&q, qa + e) * kv_value(c, &kc, &kg, &ks, 0, g, at, e);
+          for (int e = 0; e < D; e++) dotp += hbuf_get(&q, qa + e) * paged_kv_value(c->int4, &kc, &kg, &ks, 0, g, at, e);
           s[t] = dotp * scale, mx = fmax(mx, s[t]);
         }
         double sum = 0;
@@ -119,7 +111,7 @@ static void check_prefill(const Prefill *c, uint64_t seed) {
         for (int t = 0; t <= last; t++) {
           int pg = (int)hbuf_get(&ids, first + t / c->page);
           size_t at = (size_t)pg * page_elems + (size_t)(t % c->page) * stride_slot + (size_t)g * stride_head;
-          for (int e = 0; e < D; e++) want[qa + e] += s[t] / sum * kv_value(c, &vc, &vg, &ks, 1, g, at, e);
+          for (int e = 0; e < D; e++) want[qa + e] += s[t] / sum * paged_kv_value(c->int4, &vc, &vg, &ks, 1, g, at, e);
         }
         want_lse[(size_t)(q0 + i) * c->heads + h] = mx + log(sum);
       }
