@@ -20,6 +20,14 @@ done
 for lib in tile tilec tile-jit tile_attention tile_mlp; do
   [ -f "$tmp/pc/$lib.pc" ] || { echo "check_install: no $lib.pc installed"; exit 1; }
 done
+for f in libtile.a libtile.so libtile.so.0; do
+  [ -n "$(find "$tmp$prefix" -name "$f" | head -n 1)" ] ||
+    { echo "check_install: $f not installed"; exit 1; }
+done
+# Programs linked through pkg-config find libtile.so here (the prefix is
+# not one the loader searches).
+LD_LIBRARY_PATH="$(dirname "$(find "$tmp$prefix" -name libtile.so | head -n 1)")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
 for h in tile.h tilec.h tile_jit.h tile_attention.h tile_mlp.h; do
   [ -f "$tmp$prefix/include/tile/$h" ] || { echo "check_install: $h not installed"; exit 1; }
 done
@@ -30,13 +38,15 @@ std="$tmp$prefix/share/tile/std"
 [ -f "$tmp$prefix/share/man/man1/tilec.1" ] || { echo "check_install: the manual page is not under share/man/man1"; exit 1; }
 [ -f "$std/softmax.tile" ] || { echo "check_install: the standard library is not under share/tile/std"; exit 1; }
 "$tmp/embed" "$std/softmax.tile"
+# -ltile linked the shared library
+readelf -d "$tmp/embed" | grep -q 'NEEDED.*\[libtile\.so\.0\]' || { echo "check_install: embed does not use libtile.so"; exit 1; }
 # The JIT alone: `pkg-config --libs tile-jit` is all it links with. Two
 # processes share a cache: the first compiles, the second reads the disk.
 PKG_CONFIG_PATH="$tmp/pc" $cc -std=c17 -Wall -Wextra -Werror "$src/tests/install/jit.c" \
   $(PKG_CONFIG_PATH="$tmp/pc" pkg-config --cflags --libs tile-jit) -o "$tmp/jit"
 "$tmp/jit" "$std/softmax.tile" "$tmp/cache" compiled
 "$tmp/jit" "$std/softmax.tile" "$tmp/cache" disk
-# examples/vector_add built by CMake (find_package(Tile), tile_add_kernels)
+# examples/vector_add built by CMake (find_package(Tile), tile_add_kernels: the archives)
 # and by make (pkg-config, tilec) against the installed copy; each program
 # runs (77: no GPU here).
 run_example() {
