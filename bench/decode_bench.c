@@ -168,30 +168,51 @@ done:
   return ms;
 }
 
+/* Builds of `kernel` for a sweep list "A:B[:C],..." (each entry nfields
+ * numbers, bound in order to the const parameters names[]), with the
+ * bf16 or e4m3 cache; what[i] gets entry i's numbers. Returns how many. */
+#define SWEEP_MAX 32
+#define SWEEP_FIELDS 3
+#define SWEEP_FIELD_CHARS 8
+static int build_sweep(Gpu *g, const char *kernel, const char *list, const char *const *names, int nfields, bool fp8,
+                       Variant *v, char what[][SWEEP_FIELDS][SWEEP_FIELD_CHARS]) {
+  int n = 0;
+  for (const char *at = list; *at && n < SWEEP_MAX;) {
+    size_t len = strcspn(at, ",");
+    int got = 0;
+    for (const char *p = at; got < nfields && p < at + len; got++) {
+      size_t f = strspn(p, "0123456789");
+      if (!f || f >= SWEEP_FIELD_CHARS) break;
+      memcpy(what[n][got], p, f), what[n][got][f] = 0;
+      p += f + (p[f] == ':');
+    }
+    if (got == nfields) {
+      const char *defs[2 * SWEEP_FIELDS + 5] = {0};
+      int d = 0;
+      for (int k = 0; k < nfields; k++) defs[d++] = names[k], defs[d++] = what[n][k];
+      defs[d++] = "KV", defs[d++] = fp8 ? "f8e4m3" : "bf16", defs[d++] = "SCALED", defs[d++] = fp8 ? "true" : "false";
+      if (variant_build_kernel(g, "lang/std/paged_decode.tile", kernel, defs, &v[n])) n++;
+      else printf("sweep: %s %.*s does not build\n", kernel, (int)len, at);
+    }
+    at += len + (at[len] == ',');
+  }
+  return n;
+}
+
 /* TILE_BENCH_DECODE_SWEEP=1: builds of paged_decode over warps, key
  * block and pipeline stages (SWEEP_DEFAULT) at batch 64, 8 KV heads, 4k
  * (one split), bf16 and e4m3 caches, printed (not rows); =W:B:S[,...]
  * those builds only. */
-#define SWEEP_MAX 32
 #define SWEEP_DEFAULT "2:32:1,2:32:3,2:32:4,2:64:1,2:64:3,4:64:3,4:64:4,4:128:1,4:128:2,4:128:3"
 static void sweep(Gpu *g, const tile_paged *pg, const char *list) {
   if (!strcmp(list, "1")) list = SWEEP_DEFAULT;
   const DecodeShape s = {64, 8, 4096};
   double bytes = (double)s.batch * s.len * s.heads_kv * DECODE_DIM * 2 * 2;
+  static const char *const names[] = {"WARPS", "BLOCK_N", "STAGES"};
   for (int fp8 = 0; fp8 < 2; fp8++) {
     Variant v[SWEEP_MAX];
-    char what[SWEEP_MAX][3][8];
-    int n = 0;
-    for (const char *at = list; *at && n < SWEEP_MAX;) {
-      size_t len = strcspn(at, ",");
-      if (len < 24 && sscanf(at, "%7[0-9]:%7[0-9]:%7[0-9]", what[n][0], what[n][1], what[n][2]) == 3) {
-        const char *defs[] = {"WARPS", what[n][0], "BLOCK_N", what[n][1], "STAGES", what[n][2],
-                              "KV", fp8 ? "f8e4m3" : "bf16", "SCALED", fp8 ? "true" : "false", NULL};
-        if (variant_build_kernel(g, "lang/std/paged_decode.tile", "paged_decode", defs, &v[n])) n++;
-        else printf("sweep: %.*s does not build\n", (int)len, at);
-      }
-      at += len + (at[len] == ',');
-    }
+    char what[SWEEP_MAX][SWEEP_FIELDS][SWEEP_FIELD_CHARS];
+    int n = build_sweep(g, "paged_decode", list, names, 3, fp8, v, what);
     double ms[SWEEP_MAX];
     int splits;
     time_shape(g, pg, &s, fp8 ? TILE_PAGED_KV_E4M3 : TILE_PAGED_KV_BF16, &splits, v, n, ms);
@@ -242,8 +263,6 @@ void bench_decode(Gpu *g) {
 #define PREFILL_HEADS_KV 8
 /* paged_prefill's parameters (lang/std/paged_decode.tile) */
 #define PREFILL_ARGS 21
-/* its rows of (token, head) pairs per program */
-#define PREFILL_BLOCK_M 128
 
 typedef struct PrefillCall {
   const tile_paged *pg;
@@ -252,7 +271,7 @@ typedef struct PrefillCall {
   tile_attention *att;
   tile_attention_problem ap;
   uint64_t out, lse, q, k, v;
-  const tile_kernel *k_sweep; /* a build of paged_prefill run instead (bf16 cache), or NULL */
+  const tile_kernel *k_sweep; /* a build of paged_prefill run instead, or NULL */
   uint32_t grid[3];
   tile_arg args[PREFILL_ARGS];
 } PrefillCall;
@@ -337,7 +356,10 @@ static double time_prefill(Gpu *g, const tile_paged *pg, tile_attention *att, in
     v.k_sweep = sweep[i].kernel;
     memcpy(v.args, a, sizeof a);
     int64_t rows = (int64_t)q_len * (DECODE_HEADS / PREFILL_HEADS_KV);
-    v.grid[0] = (uint32_t)((rows + PREFILL_BLOCK_M - 1) / PREFILL_BLOCK_M), v.grid[1] = PREFILL_HEADS_KV, v.grid[2] = B;
+    int64_t bm = variant_const(&sweep[i], "BLOCK_M", 0);
+    sweep_ms[i] = -1;
+    if (bm <= 0) continue;
+    v.grid[0] = (uint32_t)((rows + bm - 1) / bm), v.grid[1] = PREFILL_HEADS_KV, v.grid[2] = B;
     sweep_ms[i] = bench_time_ms(g, do_prefill, &v);
   }
   ms = bench_time_ms(g, do_prefill, &c);
@@ -369,20 +391,11 @@ done:
 static void prefill_sweep(Gpu *g, const tile_paged *pg, const char *list) {
   if (!strcmp(list, "1")) list = PREFILL_SWEEP_DEFAULT;
   const double fl = 4.0 * PREFILL_BATCH * DECODE_HEADS * DECODE_DIM * 2048.0 * 2049 / 2;
+  static const char *const names[] = {"BLOCK_N", "STAGES"};
   for (int fp8 = 0; fp8 < 2; fp8++) {
     Variant v[SWEEP_MAX];
-    char what[SWEEP_MAX][2][8];
-    int n = 0;
-    for (const char *at = list; *at && n < SWEEP_MAX;) {
-      size_t len = strcspn(at, ",");
-      if (len < 16 && sscanf(at, "%7[0-9]:%7[0-9]", what[n][0], what[n][1]) == 2) {
-        const char *defs[] = {"BLOCK_N", what[n][0], "STAGES", what[n][1], "KV", fp8 ? "f8e4m3" : "bf16",
-                              "SCALED", fp8 ? "true" : "false", NULL};
-        if (variant_build_kernel(g, "lang/std/paged_decode.tile", "paged_prefill", defs, &v[n])) n++;
-        else printf("prefill sweep: %.*s does not build\n", (int)len, at);
-      }
-      at += len + (at[len] == ',');
-    }
+    char what[SWEEP_MAX][SWEEP_FIELDS][SWEEP_FIELD_CHARS];
+    int n = build_sweep(g, "paged_prefill", list, names, 2, fp8, v, what);
     double ms[SWEEP_MAX];
     time_prefill(g, pg, NULL, 2048, 0, true, fp8 ? TILE_PAGED_KV_E4M3 : TILE_PAGED_KV_BF16, NULL, v, n, ms);
     for (int i = 0; i < n; i++) {
