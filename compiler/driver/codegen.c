@@ -136,7 +136,7 @@ static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx, const GpuO
     arena_init(&a);
     GpuKernel k;
     LowerResult lr;
-    bool ok = gpu_prepare(f, &a, &c->diags, &k) && lower_func(&k, ctx, &c->diags, opt, &lr);
+    bool ok = gpu_prepare(f, &a, &c->diags, !added[i], &k) && lower_func(&k, ctx, &c->diags, opt, &lr);
     if (ok) {
       ir_print_func(k.f, dump);
       sb_printf(dump, "// layouts of %s (%d warps):\n", f->name, k.num_warps);
@@ -274,7 +274,8 @@ bool tc_generate(tc_compilation *c, const tc_codegen_options *options) {
   bool *added = calloc((size_t)n, sizeof *added);
   bool ok = generate_once(c, o, added);
   /* A kernel that spills is lowered again with conversions whose
-   * addresses need no extra registers (GpuOptions.added_addresses); the
+   * addresses need no extra registers (GpuOptions.added_addresses) and
+   * without the layout hints of assign.c; the
    * pass with fewer spill bytes in total stays. */
   int before = 0;
   for (int i = 0; ok && i < n; i++) {

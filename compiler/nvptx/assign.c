@@ -17,6 +17,14 @@
  * the layouts their users need, and the lowering computes them once in
  * each (cheap index arithmetic instead of a shared-memory conversion).
  * Where two fixed layouts meet, the lowering converts.
+ *
+ * A second round runs where a 1-D load (addresses with no layout of their
+ * own) reaches a 2-D user only through elementwise ops, expand_dims and a
+ * broadcast, and its layout is not the slice of the layout the broadcast
+ * is wanted in (a page index gathered per key, then spread over the head
+ * dimension): the load is given that slice, so every thread loads the
+ * indices of its own rows (replicated loads, served by L1) instead of
+ * exchanging them through shared memory with a barrier.
  */
 #include <string.h>
 
@@ -26,6 +34,9 @@
 
 /* Passes over a loop body while its carried layouts settle. */
 #define ASSIGN_LOOP_PASSES 2
+/* Elementwise ops between a hinted load and its expand_dims (an index
+ * computed from a loaded one: page * stride + slot). */
+#define HINT_DEPTH 8
 /* Widest vector access, in bytes. */
 #define VECTOR_BYTES 16
 
@@ -44,6 +55,10 @@ struct LayoutMap {
   Canon *canon;
   int ncanon, capcanon;
   const Layout *scalar;
+  /* Load -> layout: 1-D loads whose values only reach their 2-D users
+   * through expand_dims and a broadcast take the users' slice (set between
+   * the two rounds of layouts_assign). */
+  PtrMap hints;
 };
 
 /* ---- helpers ---- */
@@ -313,6 +328,7 @@ static void assign_op(LayoutMap *m, const Op *op) {
   case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_AND: case OP_ATOMIC_OR:
   case OP_ATOMIC_XOR: case OP_ATOMIC_XCHG: case OP_ATOMIC_CAS:
     l = first_fixed_operand(m, op);
+    if (!l && op->kind == OP_LOAD) l = ptrmap_get(&m->hints, res);
     if (!l) l = canonical_of(m, res->type);
     break;
   case OP_BLOCK_LOAD: l = canonical_of(m, res->type); break;
@@ -444,17 +460,63 @@ static void want_block(LayoutMap *m, const Block *b) {
   for (Op *op = b->last; op; op = op->prev) want_op(m, op);
 }
 
-LayoutMap *layouts_assign(const Func *f, int num_warps, const AxisAnalysis *axes, Arena *arena) {
+/* ---- hints: gathered indices loaded where they are used ---- */
+
+/* Walks back from v (rank 1, wanted in `l`) through pure elementwise ops
+ * to loads whose addresses have no layout of their own, and hints them l.
+ * Returns whether it hinted one. */
+static bool hint_back(LayoutMap *m, const Value *v, const Layout *l, int depth) {
+  const Op *d = v->def;
+  if (!d || depth > HINT_DEPTH || v->type.rank != 1) return false;
+  if (d->kind == OP_LOAD) {
+    if (first_fixed_operand(m, d) || ptrmap_get(&m->hints, v)) return false;
+    ptrmap_put(&m->hints, v, (void *)l);
+    return true;
+  }
+  if ((ir_info(d)->flags & OPF_PE) != OPF_PE) return false;
+  bool any = false;
+  for (uint32_t i = 0; i < d->noperands; i++)
+    if (d->operands[i]->type.rank == 1) any |= hint_back(m, d->operands[i], l, depth + 1);
+  return any;
+}
+
+/* broadcast(expand_dims(x)) whose result is wanted in W while x's layout
+ * is not the slice of W: the loads x comes from are hinted that slice. */
+static bool hint_block(LayoutMap *m, const Block *b) {
+  bool any = false;
+  for (Op *op = b->first; op; op = op->next) {
+    for (int r = 0; r < op->nregions; r++) any |= hint_block(m, &op->regions[r]);
+    if (op->kind != OP_BROADCAST || op->results[0].type.rank != 2) continue;
+    const Value *e = op->operands[0];
+    if (!e->def || e->def->kind != OP_EXPAND_DIMS) continue;
+    const Value *x = e->def->operands[0];
+    LayoutInfo *ri = layouts_get(m, &op->results[0]);
+    const Layout *have = fixed_of(m, x);
+    if (!ri || ri->fixed || ri->nwanted < 1 || !have) continue;
+    const Layout *proj = intern(m, layout_project(ri->wanted[0], e->type.rank, e->type.shape));
+    const Layout *want_x = intern(m, layout_reshape(proj, x->type.rank, x->type.shape));
+    if (!layout_equal(have, want_x)) any |= hint_back(m, x, want_x, 0);
+  }
+  return any;
+}
+
+static void assign_round(LayoutMap *m, const Func *f) {
+  ptrmap_init(&m->infos, m->arena);
+  for (uint32_t i = 0; i < f->body.nargs; i++) set_fixed(m, &f->body.args[i], m->scalar);
+  assign_block(m, &f->body);
+  want_block(m, &f->body);
+}
+
+LayoutMap *layouts_assign(const Func *f, int num_warps, const AxisAnalysis *axes, bool hints, Arena *arena) {
   LayoutMap *m = ARENA_NEW(arena, LayoutMap);
   m->arena = arena;
   m->num_warps = num_warps;
   m->axes = axes;
-  ptrmap_init(&m->infos, arena);
+  ptrmap_init(&m->hints, arena);
   m->scalar = intern(m, layout_scalar(num_warps));
   scan_memory_ops(m, &f->body);
-  for (uint32_t i = 0; i < f->body.nargs; i++) set_fixed(m, &f->body.args[i], m->scalar);
-  assign_block(m, &f->body);
-  want_block(m, &f->body);
+  assign_round(m, f);
+  if (hints && hint_block(m, &f->body)) assign_round(m, f);
   return m;
 }
 

@@ -35,7 +35,9 @@ typedef struct LayoutInfo {
 typedef struct LayoutMap LayoutMap;
 
 /* Decides layouts for every value of f for `num_warps` warps. */
-LayoutMap *layouts_assign(const Func *f, int num_warps, const AxisAnalysis *axes, Arena *arena);
+/* hints: the second round for 1-D loads spread over 2-D users (assign.c);
+ * off in the retry of a kernel that spilled. */
+LayoutMap *layouts_assign(const Func *f, int num_warps, const AxisAnalysis *axes, bool hints, Arena *arena);
 LayoutInfo *layouts_get(const LayoutMap *m, const Value *v);
 /* The layout every tile of this shape uses unless something else decides
  * (loads, dot results, conversions' targets). */
@@ -97,7 +99,7 @@ typedef struct GpuKernel {
 } GpuKernel;
 
 /* schedule, verify, analyze, assign layouts, allocate (prepare.c). */
-bool gpu_prepare(const Func *f, Arena *a, Diags *diags, GpuKernel *out);
+bool gpu_prepare(const Func *f, Arena *a, Diags *diags, bool hints, GpuKernel *out);
 
 /* Lowers a prepared kernel into a new module of ctx. On failure reports
  * to diags (e.g. an op the back end does not support yet) and returns

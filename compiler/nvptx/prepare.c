@@ -78,7 +78,7 @@ static void check_block(Budget *b, const Block *blk) {
   }
 }
 
-bool gpu_prepare(const Func *f, Arena *a, Diags *diags, GpuKernel *out) {
+bool gpu_prepare(const Func *f, Arena *a, Diags *diags, bool hints, GpuKernel *out) {
   if (!sched_warp_roles(f, diags, &out->roles)) return false;
   out->num_warps = out->roles.compute_warps;
   out->f = ir_clone_func(a, f);
@@ -86,7 +86,7 @@ bool gpu_prepare(const Func *f, Arena *a, Diags *diags, GpuKernel *out) {
   if (!schedule_func(out->f, &out->roles, before, a, diags, &out->sched)) return false;
   if (!ir_verify_lowered(out->f, diags)) return false;
   out->axes = axis_analyze(out->f, a);
-  out->layouts = layouts_assign(out->f, out->num_warps, out->axes, a);
+  out->layouts = layouts_assign(out->f, out->num_warps, out->axes, hints, a);
   /* Values with a layout of their own (loads, dots, what is computed from
    * them): a thread holds all their registers at once. Flexible values
    * (index arithmetic, pointer tiles) are computed element by element

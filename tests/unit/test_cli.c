@@ -595,21 +595,24 @@ Test(cli, verbose_warns_when_ptxas_notes_wgmma_trouble) {
  * -Werror=spills; the epilogue with erf spills (bench/RESULTS.md). */
 Test(cli, spills_warn_or_fail_with_werror) {
   if (access(REAL_PTXAS, X_OK) != 0) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
-  const char *f = TILE_SOURCE_ROOT "/lang/std/gemm_ws.tile";
-  Result r = RUN(f, "-k", "gemm_ws_bias_act", "-D", "ACT=2", "--linker=ptxas", "--emit=cubin", "-o", tmp_path("k.cubin"));
+  /* an int4 decode over 128-key blocks with 4 warps spills at 255 registers */
+  const char *f = TILE_SOURCE_ROOT "/lang/std/paged_decode.tile";
+  Result r = RUN(f, "-k", "paged_decode", "-D", "KV=u8", "-D", "INT4=true", "-D", "WARPS=4", "-D", "BLOCK_N=128",
+                 "--linker=ptxas", "--emit=cubin", "-o", tmp_path("k.cubin"));
   if (r.status == 1 && strstr(r.err, "no GPU back end")) {
     result_free(&r);
     cr_skip_test("tilec was built without the GPU back end");
   }
   expect_status(&r, 0);
-  cr_expect(strstr(r.err, ": warning: GPU back end: kernel 'gemm_ws_bias_act' spills registers"), "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, ": warning: GPU back end: kernel 'paged_decode' spills registers"), "stderr:\n%s", r.err);
   result_free(&r);
-  r = RUN(f, "-k", "gemm_ws_bias_act", "-D", "ACT=2", "--linker=ptxas", "-Werror=spills");
+  r = RUN(f, "-k", "paged_decode", "-D", "KV=u8", "-D", "INT4=true", "-D", "WARPS=4", "-D", "BLOCK_N=128",
+          "--linker=ptxas", "-Werror=spills");
   expect_status(&r, 1);
-  cr_expect(strstr(r.err, ": error: GPU back end: kernel 'gemm_ws_bias_act' spills registers"), "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, ": error: GPU back end: kernel 'paged_decode' spills registers"), "stderr:\n%s", r.err);
   result_free(&r);
   /* a kernel that does not spill compiles as before */
-  r = RUN(f, "-k", "gemm_ws", "--linker=ptxas", "-Werror=spills");
+  r = RUN(f, "-k", "paged_decode", "--linker=ptxas", "-Werror=spills");
   expect_status(&r, 0);
   cr_expect_str_eq(r.err, "");
   result_free(&r);
