@@ -59,6 +59,8 @@ struct LayoutMap {
    * through expand_dims and a broadcast take the users' slice (set between
    * the two rounds of layouts_assign). */
   PtrMap hints;
+  PtrMap uses;    /* Value* -> its number of uses (as a pointer-sized integer) */
+  PtrMap spreads; /* Value* -> its uses by expand_dims */
 };
 
 /* ---- helpers ---- */
@@ -462,12 +464,29 @@ static void want_block(LayoutMap *m, const Block *b) {
 
 /* ---- hints: gathered indices loaded where they are used ---- */
 
+static intptr_t count_of(const PtrMap *map, const Value *v) { return (intptr_t)ptrmap_get(map, v); }
+
+static void count_uses(LayoutMap *m, const Block *b) {
+  for (Op *op = b->first; op; op = op->next) {
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      const Value *v = op->operands[i];
+      ptrmap_put(&m->uses, v, (void *)(count_of(&m->uses, v) + 1));
+      if (op->kind == OP_EXPAND_DIMS) ptrmap_put(&m->spreads, v, (void *)(count_of(&m->spreads, v) + 1));
+    }
+    for (int r = 0; r < op->nregions; r++) count_uses(m, &op->regions[r]);
+  }
+}
+
 /* Walks back from v (rank 1, wanted in `l`) through pure elementwise ops
  * to loads whose addresses have no layout of their own, and hints them l.
- * Returns whether it hinted one. */
+ * Only where the values on the way have no other uses (v itself: only
+ * expand_dims), so that nothing else sees the new layout. Returns whether
+ * it hinted one. */
 static bool hint_back(LayoutMap *m, const Value *v, const Layout *l, int depth) {
   const Op *d = v->def;
   if (!d || depth > HINT_DEPTH || v->type.rank != 1) return false;
+  intptr_t uses = count_of(&m->uses, v);
+  if (depth == 0 ? uses != count_of(&m->spreads, v) : uses != 1) return false;
   if (d->kind == OP_LOAD) {
     if (first_fixed_operand(m, d) || ptrmap_get(&m->hints, v)) return false;
     ptrmap_put(&m->hints, v, (void *)l);
@@ -516,7 +535,12 @@ LayoutMap *layouts_assign(const Func *f, int num_warps, const AxisAnalysis *axes
   m->scalar = intern(m, layout_scalar(num_warps));
   scan_memory_ops(m, &f->body);
   assign_round(m, f);
-  if (hints && hint_block(m, &f->body)) assign_round(m, f);
+  if (hints) {
+    ptrmap_init(&m->uses, arena);
+    ptrmap_init(&m->spreads, arena);
+    count_uses(m, &f->body);
+    if (hint_block(m, &f->body)) assign_round(m, f);
+  }
   return m;
 }
 
