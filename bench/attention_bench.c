@@ -33,6 +33,8 @@
  * in another order). */
 #define ATTN_AGREE_TOL 1e-2
 #define ATTN_NAME_BYTES 160
+/* Characters of one number of a TILE_BENCH_BWD_SWEEP entry, with its NUL. */
+#define BWD_FIELD_CHARS 8
 
 typedef struct AttnShape {
   int dim, seqlen;
@@ -189,19 +191,29 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
     if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
 }
 
+/* A build of the backward's dk/dv and dq kernels for a sweep: BLOCK_M,
+ * BLOCK_N and STAGES, given to both. */
+typedef struct BwdConfig {
+  char bm[BWD_FIELD_CHARS], bn[BWD_FIELD_CHARS], stages[BWD_FIELD_CHARS];
+} BwdConfig;
+
 /* The backward at d128: delta, dk/dv and dq, from the training forward's
- * out and lse. */
-static void bench_backward(Gpu *g, bool causal) {
+ * out and lse; with cfg, the dk/dv and dq kernels of that build (a sweep
+ * row), else the defaults. Each kernel's time alone is printed too. */
+static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
   const int dim = 128, seqlen = 16384, batch = ATTN_TOKENS / seqlen, heads = ATTN_HIDDEN / dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN, rows = (size_t)batch * heads * seqlen;
   const char *names[4] = {"attention_fwd_lse", "attention_bwd_preprocess", "attention_bwd_dkdv", "attention_bwd_dq"};
   const char *defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", NULL};
   const char *pre_defs[] = {"HEAD_DIM", "128", NULL};
+  const char *cfg_defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", "BLOCK_M", cfg ? cfg->bm : "",
+                            "BLOCK_N", cfg ? cfg->bn : "", "STAGES", cfg ? cfg->stages : "", NULL};
   Variant v[4];
   memset(v, 0, sizeof v);
   bool ok = true;
   for (int i = 0; i < 4 && ok; i++)
-    ok = variant_build_kernel(g, "lang/std/flash_attention_bwd.tile", names[i], i == 1 ? pre_defs : defs, &v[i]);
+    ok = variant_build_kernel(g, "lang/std/flash_attention_bwd.tile", names[i],
+                              i == 1 ? pre_defs : (cfg && i >= 2 ? cfg_defs : defs), &v[i]);
   uint64_t t[9] = {0};
   for (int i = 0; i < 7 && ok; i++) ok = (t[i] = dev_bf16(g, n, 10 + i, i < 4)) != 0; /* q k v dout | out dq dk */
   DBuf f32a = {0}, f32b = {0};
@@ -238,9 +250,24 @@ static void bench_backward(Gpu *g, bool causal) {
     memcpy(b.grid[0], g0, sizeof g0), memcpy(b.grid[1], g1, sizeof g1), memcpy(b.grid[2], g2, sizeof g2);
     double ms = ok ? bench_time_ms(g, do_attn, &b) : -1;
     AttnShape s = {dim, seqlen, causal};
+    double ms_k[3] = {-1, -1, -1};
+    for (int i = 0; i < 3 && ms > 0; i++) { /* each kernel alone */
+      AttnLaunch one = {.nk = 1};
+      one.k[0] = b.k[i], one.nargs[0] = b.nargs[i];
+      memcpy(one.grid[0], b.grid[i], sizeof b.grid[i]), memcpy(one.args[0], b.args[i], sizeof b.args[i]);
+      ms_k[i] = bench_time_ms(g, do_attn, &one);
+    }
     char name[ATTN_NAME_BYTES];
-    snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd.tile)", causal ? "causal" : "full");
-    if (ms > 0) bench_add_row(name, 2.5 * flops(&s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+    if (cfg) {
+      printf("bwd sweep d128 16k %s BLOCK_M %s BLOCK_N %s STAGES %s: %.1f TFLOP/s (%.3f ms; delta %.3f, dkdv %.3f, dq %.3f)\n",
+             causal ? "causal" : "full", cfg->bm, cfg->bn, cfg->stages,
+             ms > 0 ? 2.5 * flops(&s, batch, heads) / (ms * 1e9) : 0, ms, ms_k[0], ms_k[1], ms_k[2]);
+    } else {
+      printf("bwd d128 16k %s: delta %.3f ms, dkdv %.3f ms, dq %.3f ms\n", causal ? "causal" : "full", ms_k[0], ms_k[1],
+             ms_k[2]);
+      snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd.tile)", causal ? "causal" : "full");
+      if (ms > 0) bench_add_row(name, 2.5 * flops(&s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+    }
   }
   for (int i = 0; i < 4; i++)
     if (v[i].kernel) variant_free(&v[i]);
@@ -251,8 +278,42 @@ static void bench_backward(Gpu *g, bool causal) {
   if (f32b.host) dbuf_free(g, &f32b);
 }
 
+/* TILE_BENCH_BWD_SWEEP="BM:BN:S,...": the backward (full and causal) with
+ * each build of its dk/dv and dq kernels ("default": the defaults, as
+ * the table's rows); malformed entries are skipped with a message. */
+static void bwd_sweep(Gpu *g, const char *list) {
+  for (const char *at = list; *at;) {
+    size_t len = strcspn(at, ",");
+    BwdConfig c;
+    char entry[3 * BWD_FIELD_CHARS];
+    if (len < sizeof entry) {
+      memcpy(entry, at, len), entry[len] = 0;
+      int bm, bn, st;
+      if (strcmp(entry, "default") == 0) { /* the kernels' own defaults, as table rows */
+        bench_backward(g, false, NULL);
+        bench_backward(g, true, NULL);
+      } else if (sscanf(entry, "%d:%d:%d", &bm, &bn, &st) == 3 && bm > 0 && bn > 0 && st > 0 && bm < 1000 && bn < 1000 &&
+          st < 100) {
+        snprintf(c.bm, sizeof c.bm, "%d", bm), snprintf(c.bn, sizeof c.bn, "%d", bn);
+        snprintf(c.stages, sizeof c.stages, "%d", st);
+        bench_backward(g, false, &c);
+        bench_backward(g, true, &c);
+      } else {
+        printf("TILE_BENCH_BWD_SWEEP: '%s' is not BLOCK_M:BLOCK_N:STAGES\n", entry);
+      }
+    }
+    at += len;
+    at += *at == ',';
+  }
+}
+
 void bench_attention(Gpu *g) {
+  const char *sweep = getenv("TILE_BENCH_BWD_SWEEP");
+  if (sweep && *sweep) { /* the backward's builds only */
+    bwd_sweep(g, sweep);
+    return;
+  }
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) bench_shape(g, &shapes[i]);
-  bench_backward(g, false);
-  bench_backward(g, true);
+  bench_backward(g, false, NULL);
+  bench_backward(g, true, NULL);
 }
