@@ -195,7 +195,26 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
  * BLOCK_N and STAGES, given to both. */
 typedef struct BwdConfig {
   char bm[BWD_FIELD_CHARS], bn[BWD_FIELD_CHARS], stages[BWD_FIELD_CHARS];
+  bool atomic_dq; /* the defaults, then tests/kernels/attention_bwd_atomic_dq.tile against them */
 } BwdConfig;
+
+#define ATOMIC_DQ_FILE "tests/kernels/attention_bwd_atomic_dq.tile"
+/* attention_dq_convert's elements per program (its BLOCK). */
+#define DQ_CONVERT_BLOCK 1024
+
+/* The experiment's step: dq_acc zeroed, delta, dk/dv with dq's atomics,
+ * dq rounded. */
+typedef struct AtomicStep {
+  Gpu *g;
+  uint64_t dq_acc;
+  size_t bytes;
+  AttnLaunch l;
+} AtomicStep;
+
+static bool do_atomic_step(void *ctx) {
+  AtomicStep *a = ctx;
+  return tile_memset_d8(a->g->rt, a->dq_acc, 0, a->bytes) == TILE_OK && do_attn(&a->l);
+}
 
 /* The backward at d128: delta, dk/dv and dq, from the training forward's
  * out and lse; with cfg, the dk/dv and dq kernels of that build (a sweep
@@ -208,12 +227,13 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
   const char *pre_defs[] = {"HEAD_DIM", "128", NULL};
   const char *cfg_defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", "BLOCK_M", cfg ? cfg->bm : "",
                             "BLOCK_N", cfg ? cfg->bn : "", "STAGES", cfg ? cfg->stages : "", NULL};
+  bool custom = cfg && !cfg->atomic_dq; /* a build of the sweep, not the defaults */
   Variant v[4];
   memset(v, 0, sizeof v);
   bool ok = true;
   for (int i = 0; i < 4 && ok; i++)
     ok = variant_build_kernel(g, "lang/std/flash_attention_bwd.tile", names[i],
-                              i == 1 ? pre_defs : (cfg && i >= 2 ? cfg_defs : defs), &v[i]);
+                              i == 1 ? pre_defs : (custom && i >= 2 ? cfg_defs : defs), &v[i]);
   uint64_t t[9] = {0};
   for (int i = 0; i < 7 && ok; i++) ok = (t[i] = dev_bf16(g, n, 10 + i, i < 4)) != 0; /* q k v dout | out dq dk */
   DBuf f32a = {0}, f32b = {0};
@@ -257,8 +277,52 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
       memcpy(one.grid[0], b.grid[i], sizeof b.grid[i]), memcpy(one.args[0], b.args[i], sizeof b.args[i]);
       ms_k[i] = bench_time_ms(g, do_attn, &one);
     }
+    if (cfg && cfg->atomic_dq && ms > 0) { /* against the outputs of the three kernels just timed */
+      Variant fused = {0}, conv = {0};
+      uint64_t acc = 0, dq2 = dev_bf16(g, n, 0, false), dk2 = dev_bf16(g, n, 0, false), dv2 = dev_bf16(g, n, 0, false);
+      AtomicStep a = {.g = g, .bytes = n * sizeof(float)};
+      if (dq2 && dk2 && dv2 && tile_mem_alloc(g->rt, a.bytes, &acc) == TILE_OK &&
+          variant_build_kernel(g, ATOMIC_DQ_FILE, "attention_bwd_dkdv_dq", defs, &fused) &&
+          variant_build_kernel(g, ATOMIC_DQ_FILE, "attention_dq_convert", NULL, &conv)) {
+        a.dq_acc = acc, a.l.nk = 3;
+        a.l.k[0] = b.k[0], a.l.k[1] = fused.kernel, a.l.k[2] = conv.kernel;
+        memcpy(a.l.args[0], b.args[0], sizeof b.args[0]), a.l.nargs[0] = b.nargs[0];
+        memcpy(a.l.grid[0], b.grid[0], sizeof b.grid[0]);
+        a.l.args[1][0] = tile_arg_ptr(acc);
+        memcpy(a.l.args[1] + 1, b.args[1], 18 * sizeof(tile_arg));
+        a.l.args[1][1] = tile_arg_ptr(dk2), a.l.args[1][2] = tile_arg_ptr(dv2);
+        a.l.nargs[1] = 19;
+        uint32_t gf[3] = {(uint32_t)(seqlen / variant_const(&fused, "BLOCK_N", 128)), bh, 1};
+        memcpy(a.l.grid[1], gf, sizeof gf);
+        tile_arg ca[4] = {tile_arg_ptr(dq2), tile_arg_ptr(acc), tile_arg_i64((int64_t)n), tile_arg_f64(scale)};
+        memcpy(a.l.args[2], ca, sizeof ca), a.l.nargs[2] = 4;
+        uint32_t gc[3] = {(uint32_t)((n + DQ_CONVERT_BLOCK - 1) / DQ_CONVERT_BLOCK), 1, 1};
+        memcpy(a.l.grid[2], gc, sizeof gc);
+        double ms_a = bench_time_ms(g, do_atomic_step, &a);
+        AttnLaunch fk = {.nk = 1};
+        fk.k[0] = fused.kernel, fk.nargs[0] = 19;
+        memcpy(fk.args[0], a.l.args[1], sizeof a.l.args[1]), memcpy(fk.grid[0], gf, sizeof gf);
+        double ms_f = ms_a > 0 ? bench_time_ms(g, do_attn, &fk) : -1;
+        /* the outputs of one step from zero */
+        bool ran = ms_a > 0 && do_atomic_step(&a) && tile_synchronize(g->rt) == TILE_OK;
+        printf("bwd atomic dq d128 16k %s: %.1f TFLOP/s (%.3f ms; dkdv+dq %.3f ms) against %.1f (%.3f ms); "
+               "dq agrees to %.2g, dk %.2g, dv %.2g\n",
+               causal ? "causal" : "full", ms_a > 0 ? 2.5 * flops(&s, batch, heads) / (ms_a * 1e9) : 0, ms_a, ms_f,
+               2.5 * flops(&s, batch, heads) / (ms * 1e9), ms, ran ? agreement(g, dq2, dq, n) : INFINITY,
+               ran ? agreement(g, dk2, dk, n) : INFINITY, ran ? agreement(g, dv2, dv, n) : INFINITY);
+      } else {
+        printf("bwd atomic dq: not built: %s\n", tile_last_error());
+      }
+      if (fused.kernel) variant_free(&fused);
+      if (conv.kernel) variant_free(&conv);
+      uint64_t fr[4] = {acc, dq2, dk2, dv2};
+      for (int i = 0; i < 4; i++)
+        if (fr[i]) tile_mem_free(g->rt, fr[i]);
+    }
     char name[ATTN_NAME_BYTES];
-    if (cfg) {
+    if (cfg && cfg->atomic_dq) {
+      printf("bwd d128 16k %s (defaults): %.3f ms\n", causal ? "causal" : "full", ms);
+    } else if (cfg) {
       printf("bwd sweep d128 16k %s BLOCK_M %s BLOCK_N %s STAGES %s: %.1f TFLOP/s (%.3f ms; delta %.3f, dkdv %.3f, dq %.3f)\n",
              causal ? "causal" : "full", cfg->bm, cfg->bn, cfg->stages,
              ms > 0 ? 2.5 * flops(&s, batch, heads) / (ms * 1e9) : 0, ms, ms_k[0], ms_k[1], ms_k[2]);
@@ -280,7 +344,9 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
 
 /* TILE_BENCH_BWD_SWEEP="BM:BN:S,...": the backward (full and causal) with
  * each build of its dk/dv and dq kernels ("default": the defaults, as
- * the table's rows); malformed entries are skipped with a message. */
+ * the table's rows; "atomic": the defaults against dq accumulated by the
+ * dk/dv kernel, tests/kernels/attention_bwd_atomic_dq.tile); malformed
+ * entries are skipped with a message. */
 static void bwd_sweep(Gpu *g, const char *list) {
   for (const char *at = list; *at;) {
     size_t len = strcspn(at, ",");
@@ -292,6 +358,10 @@ static void bwd_sweep(Gpu *g, const char *list) {
       if (strcmp(entry, "default") == 0) { /* the kernels' own defaults, as table rows */
         bench_backward(g, false, NULL);
         bench_backward(g, true, NULL);
+      } else if (strcmp(entry, "atomic") == 0) {
+        BwdConfig a = {.atomic_dq = true};
+        bench_backward(g, false, &a);
+        bench_backward(g, true, &a);
       } else if (sscanf(entry, "%d:%d:%d", &bm, &bn, &st) == 3 && bm > 0 && bn > 0 && st > 0 && bm < 1000 && bn < 1000 &&
           st < 100) {
         snprintf(c.bm, sizeof c.bm, "%d", bm), snprintf(c.bn, sizeof c.bn, "%d", bn);

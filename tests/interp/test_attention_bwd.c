@@ -20,6 +20,7 @@
 /* lse is compared absolutely (a log2 of a sum, about 1-10 in size). */
 #define LSE_TOL 1e-3
 #define FILE_BWD "lang/std/flash_attention_bwd.tile"
+#define FILE_ATOMIC_DQ "tests/kernels/attention_bwd_atomic_dq.tile"
 #define MAX_DEFS 16
 
 
@@ -112,6 +113,21 @@ static void check_attention(Shape s, uint64_t seed) {
   const HBuf *qb[] = {&dq, &q, &k, &v, &dout, &lse, &delta};
   harness_run(dqk, (int64_t[3]){harness_cdiv(s.seqlen, block_of(dqk, "BLOCK_M")), bh, 1}, qa, 17, qb, 7);
 
+  /* the experiment: dq accumulated by the dk/dv kernel */
+  tc_compilation *fz = harness_compile(FILE_ATOMIC_DQ, "attention_bwd_dkdv_dq", d);
+  tc_compilation *cv = harness_compile(FILE_ATOMIC_DQ, "attention_dq_convert", (const char *[]){"T", s.type, NULL});
+  HBuf acc = hbuf_new("f32", nq, "dq_acc"), dq2 = hbuf_new(s.type, nq, "dq2");
+  HBuf dk2 = hbuf_new(s.type, nkv, "dk2"), dv2 = hbuf_new(s.type, nkv, "dv2");
+  memset(acc.data, 0, acc.n * acc.elem_bytes);
+  hbuf_poison(&dq2), hbuf_poison(&dk2), hbuf_poison(&dv2);
+  tc_arg za[19] = {{.p = acc.data}, {.p = dk2.data}, {.p = dv2.data}};
+  memcpy(za + 3, ka + 2, 16 * sizeof(tc_arg));
+  const HBuf *zb[] = {&acc, &dk2, &dv2, &q, &k, &v, &dout, &lse, &delta};
+  harness_run(fz, (int64_t[3]){harness_cdiv(s.seqlen, block_of(fz, "BLOCK_N")), bhk, 1}, za, 19, zb, 9);
+  tc_arg ca[4] = {{.p = dq2.data}, {.p = acc.data}, {.i = (int64_t)nq}, {.f = (float)scale}};
+  const HBuf *cb[] = {&dq2, &acc};
+  harness_run(cv, (int64_t[3]){harness_cdiv((int64_t)nq, block_of(cv, "BLOCK")), 1, 1}, ca, 4, cb, 2);
+
   AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
                      s.window};
   double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
@@ -128,6 +144,10 @@ static void check_attention(Shape s, uint64_t seed) {
   cr_expect_lt(e_dq, tol, "%s: dq rel error %g", what, e_dq);
   cr_expect_lt(e_dk, tol, "%s: dk rel error %g", what, e_dk);
   cr_expect_lt(e_dv, tol, "%s: dv rel error %g", what, e_dv);
+  double e_dq2 = rel_error(&dq2, r.dq, nq), e_dk2 = rel_error(&dk2, r.dk, nkv), e_dv2 = rel_error(&dv2, r.dv, nkv);
+  cr_expect_lt(e_dq2, tol, "%s: dq rel error %g (atomic dq)", what, e_dq2);
+  cr_expect_lt(e_dk2, tol, "%s: dk rel error %g (atomic dq)", what, e_dk2);
+  cr_expect_lt(e_dv2, tol, "%s: dv rel error %g (atomic dq)", what, e_dv2);
   double e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
   cr_expect_lt(e_lse, LSE_TOL, "%s: lse max abs error %g", what, e_lse);
@@ -135,7 +155,9 @@ static void check_attention(Shape s, uint64_t seed) {
   for (int i = 0; i < 4; i++) free(in[i]);
   HBuf *all[] = {&q, &k, &v, &dout, &out, &dq, &dk, &dv, &lse, &delta};
   for (int i = 0; i < 10; i++) hbuf_free(all[i]);
-  tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk);
+  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2};
+  for (int i = 0; i < 4; i++) hbuf_free(exp_bufs[i]);
+  tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk), tc_free(fz), tc_free(cv);
 }
 
 Test(attention_bwd, d64_full_odd_length_f32) { check_attention((Shape){1, 2, 2, 70, 64, false, false, "f32", 0}, 51); }
