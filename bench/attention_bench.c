@@ -196,7 +196,10 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
 typedef struct BwdConfig {
   char bm[BWD_FIELD_CHARS], bn[BWD_FIELD_CHARS], stages[BWD_FIELD_CHARS];
   bool atomic_dq; /* the defaults, then tests/kernels/attention_bwd_atomic_dq.tile against them */
+  bool ws_dkdv;   /* the defaults, then tests/kernels/attention_bwd_dkdv_ws.tile against their dk/dv */
 } BwdConfig;
+
+#define DKDV_WS_FILE "tests/kernels/attention_bwd_dkdv_ws.tile"
 
 #define ATOMIC_DQ_FILE "tests/kernels/attention_bwd_atomic_dq.tile"
 /* attention_dq_convert's elements per program (its BLOCK). */
@@ -227,7 +230,7 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
   const char *pre_defs[] = {"HEAD_DIM", "128", NULL};
   const char *cfg_defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", "BLOCK_M", cfg ? cfg->bm : "",
                             "BLOCK_N", cfg ? cfg->bn : "", "STAGES", cfg ? cfg->stages : "", NULL};
-  bool custom = cfg && !cfg->atomic_dq; /* a build of the sweep, not the defaults */
+  bool custom = cfg && !cfg->atomic_dq && !cfg->ws_dkdv; /* a build of the sweep, not the defaults */
   Variant v[4];
   memset(v, 0, sizeof v);
   bool ok = true;
@@ -319,8 +322,35 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
       for (int i = 0; i < 4; i++)
         if (fr[i]) tile_mem_free(g->rt, fr[i]);
     }
+    if (cfg && cfg->ws_dkdv && ms > 0) { /* against the dk and dv just computed */
+      Variant w = {0};
+      uint64_t dk3 = dev_bf16(g, n, 0, false), dv3 = dev_bf16(g, n, 0, false);
+      if (dk3 && dv3 && variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dkdv_ws", defs, &w)) {
+        int64_t r = (int64_t)batch * heads * seqlen;
+        tile_tensor tq = {q, 2, {r, dim}, {dim, 1}}, tk = {k, 2, {r, dim}, {dim, 1}}, tv = {vv, 2, {r, dim}, {dim, 1}};
+        tile_tensor td = {dout, 2, {r, dim}, {dim, 1}};
+        AttnLaunch l = {.nk = 1};
+        l.k[0] = w.kernel;
+        tile_arg wa[12] = {tile_arg_ptr(dk3),    tile_arg_ptr(dv3),      tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+                           tile_arg_tensor(&tv), tile_arg_tensor(&td),   tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev),
+                           sc[0],                sc[1],                  sc[2],                sc[3]};
+        memcpy(l.args[0], wa, sizeof wa), l.nargs[0] = 12;
+        uint32_t gw[3] = {(uint32_t)(seqlen / variant_const(&w, "BLOCK_N", 128)), bh, 1};
+        memcpy(l.grid[0], gw, sizeof gw);
+        double ms_w = bench_time_ms(g, do_attn, &l);
+        bool ran = ms_w > 0 && tile_synchronize(g->rt) == TILE_OK;
+        printf("bwd ws dkdv d128 16k %s: %.3f ms against %.3f (the default dkdv); dk agrees to %.2g, dv %.2g\n",
+               causal ? "causal" : "full", ms_w, ms_k[1], ran ? agreement(g, dk3, dk, n) : INFINITY,
+               ran ? agreement(g, dv3, dv, n) : INFINITY);
+      } else {
+        printf("bwd ws dkdv: not built: %s\n", tile_last_error());
+      }
+      if (w.kernel) variant_free(&w);
+      if (dk3) tile_mem_free(g->rt, dk3);
+      if (dv3) tile_mem_free(g->rt, dv3);
+    }
     char name[ATTN_NAME_BYTES];
-    if (cfg && cfg->atomic_dq) {
+    if (cfg && (cfg->atomic_dq || cfg->ws_dkdv)) {
       printf("bwd d128 16k %s (defaults): %.3f ms\n", causal ? "causal" : "full", ms);
     } else if (cfg) {
       printf("bwd sweep d128 16k %s BLOCK_M %s BLOCK_N %s STAGES %s: %.1f TFLOP/s (%.3f ms; delta %.3f, dkdv %.3f, dq %.3f)\n",
@@ -345,7 +375,8 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
 /* TILE_BENCH_BWD_SWEEP="BM:BN:S,...": the backward (full and causal) with
  * each build of its dk/dv and dq kernels ("default": the defaults, as
  * the table's rows; "atomic": the defaults against dq accumulated by the
- * dk/dv kernel, tests/kernels/attention_bwd_atomic_dq.tile); malformed
+ * dk/dv kernel, tests/kernels/attention_bwd_atomic_dq.tile; "ws": against
+ * the warp-specialized dk/dv of tests/kernels/attention_bwd_dkdv_ws.tile); malformed
  * entries are skipped with a message. */
 static void bwd_sweep(Gpu *g, const char *list) {
   for (const char *at = list; *at;) {
@@ -358,8 +389,8 @@ static void bwd_sweep(Gpu *g, const char *list) {
       if (strcmp(entry, "default") == 0) { /* the kernels' own defaults, as table rows */
         bench_backward(g, false, NULL);
         bench_backward(g, true, NULL);
-      } else if (strcmp(entry, "atomic") == 0) {
-        BwdConfig a = {.atomic_dq = true};
+      } else if (strcmp(entry, "atomic") == 0 || strcmp(entry, "ws") == 0) {
+        BwdConfig a = {.atomic_dq = entry[0] == 'a', .ws_dkdv = entry[0] == 'w'};
         bench_backward(g, false, &a);
         bench_backward(g, true, &a);
       } else if (sscanf(entry, "%d:%d:%d", &bm, &bn, &st) == 3 && bm > 0 && bn > 0 && st > 0 && bm < 1000 && bn < 1000 &&

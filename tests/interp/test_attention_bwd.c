@@ -21,6 +21,7 @@
 #define LSE_TOL 1e-3
 #define FILE_BWD "lang/std/flash_attention_bwd.tile"
 #define FILE_ATOMIC_DQ "tests/kernels/attention_bwd_atomic_dq.tile"
+#define FILE_DKDV_WS "tests/kernels/attention_bwd_dkdv_ws.tile"
 #define MAX_DEFS 16
 
 
@@ -128,6 +129,32 @@ static void check_attention(Shape s, uint64_t seed) {
   const HBuf *cb[] = {&dq2, &acc};
   harness_run(cv, (int64_t[3]){harness_cdiv((int64_t)nq, block_of(cv, "BLOCK")), 1, 1}, ca, 4, cb, 2);
 
+  /* the experiment: dk/dv warp-specialized over TMA rings (contiguous
+   * BHSD, no window) */
+  bool ws = !s.bshd && s.window == 0;
+  HBuf dk3 = hbuf_new(s.type, nkv, "dk3"), dv3 = hbuf_new(s.type, nkv, "dv3");
+  hbuf_poison(&dk3), hbuf_poison(&dv3);
+  if (ws) {
+    const char *wd[] = {"T", s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false", NULL};
+    tc_compilation *wk = harness_compile(FILE_DKDV_WS, "attention_bwd_dkdv_ws", wd);
+    int64_t qr = (int64_t)s.batch * s.heads * s.seqlen, kr = (int64_t)s.batch * s.heads_kv * s.seqlen;
+    tc_arg wa[12] = {{.p = dk3.data},
+                     {.p = dv3.data},
+                     {.p = q.data, .shape = {qr, s.dim}, .strides = {s.dim, 1}},
+                     {.p = k.data, .shape = {kr, s.dim}, .strides = {s.dim, 1}},
+                     {.p = v.data, .shape = {kr, s.dim}, .strides = {s.dim, 1}},
+                     {.p = dout.data, .shape = {qr, s.dim}, .strides = {s.dim, 1}},
+                     {.p = lse.data},
+                     {.p = delta.data},
+                     {.i = s.seqlen},
+                     {.i = s.heads},
+                     {.i = s.heads_kv},
+                     {.f = (float)scale}};
+    const HBuf *wb[] = {&dk3, &dv3, &q, &k, &v, &dout, &lse, &delta};
+    harness_run(wk, (int64_t[3]){harness_cdiv(s.seqlen, block_of(wk, "BLOCK_N")), bhk, 1}, wa, 12, wb, 8);
+    tc_free(wk);
+  }
+
   AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
                      s.window};
   double *in[4] = {doubles_of(&q), doubles_of(&k), doubles_of(&v), doubles_of(&dout)};
@@ -148,6 +175,11 @@ static void check_attention(Shape s, uint64_t seed) {
   cr_expect_lt(e_dq2, tol, "%s: dq rel error %g (atomic dq)", what, e_dq2);
   cr_expect_lt(e_dk2, tol, "%s: dk rel error %g (atomic dq)", what, e_dk2);
   cr_expect_lt(e_dv2, tol, "%s: dv rel error %g (atomic dq)", what, e_dv2);
+  if (ws) {
+    double e_dk3 = rel_error(&dk3, r.dk, nkv), e_dv3 = rel_error(&dv3, r.dv, nkv);
+    cr_expect_lt(e_dk3, tol, "%s: dk rel error %g (warp-specialized dk/dv)", what, e_dk3);
+    cr_expect_lt(e_dv3, tol, "%s: dv rel error %g (warp-specialized dk/dv)", what, e_dv3);
+  }
   double e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
   cr_expect_lt(e_lse, LSE_TOL, "%s: lse max abs error %g", what, e_lse);
@@ -155,8 +187,8 @@ static void check_attention(Shape s, uint64_t seed) {
   for (int i = 0; i < 4; i++) free(in[i]);
   HBuf *all[] = {&q, &k, &v, &dout, &out, &dq, &dk, &dv, &lse, &delta};
   for (int i = 0; i < 10; i++) hbuf_free(all[i]);
-  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2};
-  for (int i = 0; i < 4; i++) hbuf_free(exp_bufs[i]);
+  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2, &dk3, &dv3};
+  for (int i = 0; i < 6; i++) hbuf_free(exp_bufs[i]);
   tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk), tc_free(fz), tc_free(cv);
 }
 
