@@ -342,6 +342,23 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
         printf("bwd ws dkdv d128 16k %s: %.3f ms against %.3f (the default dkdv); dk agrees to %.2g, dv %.2g\n",
                causal ? "causal" : "full", ms_w, ms_k[1], ran ? agreement(g, dk3, dk, n) : INFINITY,
                ran ? agreement(g, dv3, dv, n) : INFINITY);
+        Variant wq = {0};
+        if (variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dq_ws", defs, &wq)) {
+          AttnLaunch lq = {.nk = 1};
+          lq.k[0] = wq.kernel;
+          tile_arg qa3[11] = {tile_arg_ptr(dk3)}; /* dq into dk3's buffer (q's shape here) */
+          memcpy(qa3 + 1, wa + 2, 10 * sizeof(tile_arg));
+          memcpy(lq.args[0], qa3, sizeof qa3), lq.nargs[0] = 11;
+          uint32_t gq[3] = {(uint32_t)(seqlen / variant_const(&wq, "BLOCK_M", 128)), bh, 1};
+          memcpy(lq.grid[0], gq, sizeof gq);
+          double ms_q = bench_time_ms(g, do_attn, &lq);
+          bool ran_q = ms_q > 0 && tile_synchronize(g->rt) == TILE_OK;
+          printf("bwd ws dq d128 16k %s: %.3f ms against %.3f (the default dq); dq agrees to %.2g\n",
+                 causal ? "causal" : "full", ms_q, ms_k[2], ran_q ? agreement(g, dk3, dq, n) : INFINITY);
+          variant_free(&wq);
+        } else {
+          printf("bwd ws dq: not built: %s\n", tile_last_error());
+        }
       } else {
         printf("bwd ws dkdv: not built: %s\n", tile_last_error());
       }
@@ -373,11 +390,12 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
 }
 
 /* TILE_BENCH_BWD_SWEEP="BM:BN:S,...": the backward (full and causal) with
- * each build of its dk/dv and dq kernels ("default": the defaults, as
+ * each build of its dk/dv and dq kernels. "default": the defaults, as
  * the table's rows; "atomic": the defaults against dq accumulated by the
- * dk/dv kernel, tests/kernels/attention_bwd_atomic_dq.tile; "ws": against
- * the warp-specialized dk/dv of tests/kernels/attention_bwd_dkdv_ws.tile); malformed
- * entries are skipped with a message. */
+ * dk/dv kernel (tests/kernels/attention_bwd_atomic_dq.tile); "ws": the
+ * defaults against the warp-specialized dk/dv and dq kernels of
+ * tests/kernels/attention_bwd_dkdv_ws.tile. Malformed entries are skipped
+ * with a message. */
 static void bwd_sweep(Gpu *g, const char *list) {
   for (const char *at = list; *at;) {
     size_t len = strcspn(at, ",");

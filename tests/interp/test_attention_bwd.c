@@ -129,11 +129,11 @@ static void check_attention(Shape s, uint64_t seed) {
   const HBuf *cb[] = {&dq2, &acc};
   harness_run(cv, (int64_t[3]){harness_cdiv((int64_t)nq, block_of(cv, "BLOCK")), 1, 1}, ca, 4, cb, 2);
 
-  /* the experiment: dk/dv warp-specialized over TMA rings (contiguous
-   * BHSD, no window) */
+  /* the experiments: dk/dv and dq warp-specialized over TMA rings
+   * (contiguous BHSD, no window) */
   bool ws = !s.bshd && s.window == 0;
-  HBuf dk3 = hbuf_new(s.type, nkv, "dk3"), dv3 = hbuf_new(s.type, nkv, "dv3");
-  hbuf_poison(&dk3), hbuf_poison(&dv3);
+  HBuf dk3 = hbuf_new(s.type, nkv, "dk3"), dv3 = hbuf_new(s.type, nkv, "dv3"), dq3 = hbuf_new(s.type, nq, "dq3");
+  hbuf_poison(&dk3), hbuf_poison(&dv3), hbuf_poison(&dq3);
   if (ws) {
     const char *wd[] = {"T", s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false", NULL};
     tc_compilation *wk = harness_compile(FILE_DKDV_WS, "attention_bwd_dkdv_ws", wd);
@@ -153,6 +153,12 @@ static void check_attention(Shape s, uint64_t seed) {
     const HBuf *wb[] = {&dk3, &dv3, &q, &k, &v, &dout, &lse, &delta};
     harness_run(wk, (int64_t[3]){harness_cdiv(s.seqlen, block_of(wk, "BLOCK_N")), bhk, 1}, wa, 12, wb, 8);
     tc_free(wk);
+    tc_compilation *wq = harness_compile(FILE_DKDV_WS, "attention_bwd_dq_ws", wd);
+    tc_arg qa3[11] = {{.p = dq3.data}};
+    memcpy(qa3 + 1, wa + 2, 10 * sizeof(tc_arg));
+    const HBuf *qb3[] = {&dq3, &q, &k, &v, &dout, &lse, &delta};
+    harness_run(wq, (int64_t[3]){harness_cdiv(s.seqlen, block_of(wq, "BLOCK_M")), bh, 1}, qa3, 11, qb3, 7);
+    tc_free(wq);
   }
 
   AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
@@ -179,6 +185,8 @@ static void check_attention(Shape s, uint64_t seed) {
     double e_dk3 = rel_error(&dk3, r.dk, nkv), e_dv3 = rel_error(&dv3, r.dv, nkv);
     cr_expect_lt(e_dk3, tol, "%s: dk rel error %g (warp-specialized dk/dv)", what, e_dk3);
     cr_expect_lt(e_dv3, tol, "%s: dv rel error %g (warp-specialized dk/dv)", what, e_dv3);
+    double e_dq3 = rel_error(&dq3, r.dq, nq);
+    cr_expect_lt(e_dq3, tol, "%s: dq rel error %g (warp-specialized dq)", what, e_dq3);
   }
   double e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
@@ -187,8 +195,8 @@ static void check_attention(Shape s, uint64_t seed) {
   for (int i = 0; i < 4; i++) free(in[i]);
   HBuf *all[] = {&q, &k, &v, &dout, &out, &dq, &dk, &dv, &lse, &delta};
   for (int i = 0; i < 10; i++) hbuf_free(all[i]);
-  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2, &dk3, &dv3};
-  for (int i = 0; i < 6; i++) hbuf_free(exp_bufs[i]);
+  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2, &dk3, &dv3, &dq3};
+  for (int i = 0; i < 7; i++) hbuf_free(exp_bufs[i]);
   tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk), tc_free(fz), tc_free(cv);
 }
 
