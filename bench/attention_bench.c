@@ -35,6 +35,8 @@
 #define ATTN_NAME_BYTES 160
 /* Characters of one number of a TILE_BENCH_BWD_SWEEP entry, with its NUL. */
 #define BWD_FIELD_CHARS 8
+/* The backward's sequence length (the anchors' bwd shape). */
+#define BWD_SEQLEN 16384
 
 typedef struct AttnShape {
   int dim, seqlen;
@@ -191,6 +193,16 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
     if (bufs[i]) tile_mem_free(g->rt, bufs[i]);
 }
 
+/* Milliseconds of v's kernel over the 16k-token backward's grid: the
+ * const block rows per program along x, bh programs along y. */
+static double time_one_kernel(Gpu *g, const Variant *v, const char *block, uint32_t bh, const tile_arg *a, int n) {
+  AttnLaunch l = {.nk = 1};
+  l.k[0] = v->kernel, l.nargs[0] = n;
+  memcpy(l.args[0], a, sizeof(tile_arg) * (size_t)n);
+  l.grid[0][0] = (uint32_t)(BWD_SEQLEN / variant_const(v, block, 128)), l.grid[0][1] = bh, l.grid[0][2] = 1;
+  return bench_time_ms(g, do_attn, &l);
+}
+
 /* A build of the backward's dk/dv and dq kernels for a sweep: BLOCK_M,
  * BLOCK_N and STAGES, given to both. */
 typedef struct BwdConfig {
@@ -223,7 +235,7 @@ static bool do_atomic_step(void *ctx) {
  * out and lse; with cfg, the dk/dv and dq kernels of that build (a sweep
  * row), else the defaults. Each kernel's time alone is printed too. */
 static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
-  const int dim = 128, seqlen = 16384, batch = ATTN_TOKENS / seqlen, heads = ATTN_HIDDEN / dim;
+  const int dim = 128, seqlen = BWD_SEQLEN, batch = ATTN_TOKENS / seqlen, heads = ATTN_HIDDEN / dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN, rows = (size_t)batch * heads * seqlen;
   const char *names[4] = {"attention_fwd_lse", "attention_bwd_preprocess", "attention_bwd_dkdv", "attention_bwd_dq"};
   const char *defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", NULL};
@@ -329,29 +341,19 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
         int64_t r = (int64_t)batch * heads * seqlen;
         tile_tensor tq = {q, 2, {r, dim}, {dim, 1}}, tk = {k, 2, {r, dim}, {dim, 1}}, tv = {vv, 2, {r, dim}, {dim, 1}};
         tile_tensor td = {dout, 2, {r, dim}, {dim, 1}};
-        AttnLaunch l = {.nk = 1};
-        l.k[0] = w.kernel;
         tile_arg wa[12] = {tile_arg_ptr(dk3),    tile_arg_ptr(dv3),      tile_arg_tensor(&tq), tile_arg_tensor(&tk),
                            tile_arg_tensor(&tv), tile_arg_tensor(&td),   tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev),
                            sc[0],                sc[1],                  sc[2],                sc[3]};
-        memcpy(l.args[0], wa, sizeof wa), l.nargs[0] = 12;
-        uint32_t gw[3] = {(uint32_t)(seqlen / variant_const(&w, "BLOCK_N", 128)), bh, 1};
-        memcpy(l.grid[0], gw, sizeof gw);
-        double ms_w = bench_time_ms(g, do_attn, &l);
+        double ms_w = time_one_kernel(g, &w, "BLOCK_N", bh, wa, 12);
         bool ran = ms_w > 0 && tile_synchronize(g->rt) == TILE_OK;
         printf("bwd ws dkdv d128 16k %s: %.3f ms against %.3f (the default dkdv); dk agrees to %.2g, dv %.2g\n",
                causal ? "causal" : "full", ms_w, ms_k[1], ran ? agreement(g, dk3, dk, n) : INFINITY,
                ran ? agreement(g, dv3, dv, n) : INFINITY);
         Variant wq = {0};
         if (variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dq_ws", defs, &wq)) {
-          AttnLaunch lq = {.nk = 1};
-          lq.k[0] = wq.kernel;
           tile_arg qa3[11] = {tile_arg_ptr(dk3)}; /* dq into dk3's buffer (q's shape here) */
           memcpy(qa3 + 1, wa + 2, 10 * sizeof(tile_arg));
-          memcpy(lq.args[0], qa3, sizeof qa3), lq.nargs[0] = 11;
-          uint32_t gq[3] = {(uint32_t)(seqlen / variant_const(&wq, "BLOCK_M", 128)), bh, 1};
-          memcpy(lq.grid[0], gq, sizeof gq);
-          double ms_q = bench_time_ms(g, do_attn, &lq);
+          double ms_q = time_one_kernel(g, &wq, "BLOCK_M", bh, qa3, 11);
           bool ran_q = ms_q > 0 && tile_synchronize(g->rt) == TILE_OK;
           printf("bwd ws dq d128 16k %s: %.3f ms against %.3f (the default dq); dq agrees to %.2g\n",
                  causal ? "causal" : "full", ms_q, ms_k[2], ran_q ? agreement(g, dk3, dq, n) : INFINITY);
