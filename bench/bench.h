@@ -19,6 +19,11 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
  * events around each call); -1 when a call fails. */
 typedef bool (*LaunchFn)(void *ctx);
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx);
+/* Median milliseconds per call of rounds of calls issued back to back
+ * (events around each round): the device time without the host's launch
+ * latency in front of each call, as in a CUDA graph or a stream kept
+ * busy. -1 when a call fails. */
+double bench_time_queued_ms(Gpu *g, LaunchFn fn, void *ctx);
 
 /* A device buffer of n elements: uniform in [-range, range] (a random
  * pattern of FILL_PATTERN_ELEMS repeated by device copies, so that filling

@@ -12,7 +12,11 @@ rows "decode b64 h32 kv8 d128 4k page16 bf16 TB/s ..." are matched by
 shape. With 8 KV heads the anchors run grouped-query attention
 (enable_gqa) where the backend offers it; the bytes counted are the K/V
 tensors' (batch * len * heads_kv * 128 * 2 * 2) either way. Timing: CUDA
-events around each call after warm-up, median. Runs only on the GPU
+events around each call after warm-up, median; a second table has each
+kernel's calls issued back to back (events around rounds of 20, median
+per call: the device time without the host's launch latency in front of
+each call, as under a CUDA graph), the tile figures from the log's
+"queued" lines. Runs only on the GPU
 machine (it needs PyTorch with CUDA); the product never uses Python.
 """
 import re
@@ -22,7 +26,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
-from anchor_common import median_ms
+from anchor_common import median_ms, queued_ms
 
 HEADS, DIM = 32, 128
 SHAPES = [(64, 8, 4096), (64, 8, 32768), (64, 32, 4096), (64, 32, 32768), (1, 8, 32768), (1, 32, 32768)]
@@ -44,7 +48,9 @@ def anchors():
             try:
                 with sdpa_kernel(backend):
                     ms = median_ms(lambda: sdpa(q, k, v, enable_gqa=kv != HEADS))
+                    queued = queued_ms(lambda: sdpa(q, k, v, enable_gqa=kv != HEADS))
                 out[(key(batch, kv, length), name)] = kv_bytes / (ms * 1e9)
+                out[(key(batch, kv, length), name + " queued")] = kv_bytes / (queued * 1e9)
             except RuntimeError as e:
                 print(f"{name} at {key(batch, kv, length)}: {str(e).splitlines()[0]}")
         del q, k, v
@@ -63,6 +69,17 @@ def tile_rows(log_path):
     return rows
 
 
+def tile_queued(log_path):
+    rows = {}
+    pattern = re.compile(r"^queued (b\d+) (kv\d+) (\d+k) bf16: .* ([\d.]+) TB/s")
+    with open(log_path) as f:
+        for line in f:
+            m = pattern.match(line)
+            if m:
+                rows[f"{m.group(1)} h32 {m.group(2)} d128 {m.group(3)}"] = float(m.group(4))
+    return rows
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -76,6 +93,18 @@ def main():
         r1 = f"{v / cudnn:.3f}" if cudnn and v else "-"
         r2 = f"{v / fa2:.3f}" if fa2 and v else "-"
         print(f"| {shape} | {cudnn:.2f} | {fa2:.2f} | {kern} | {v:.2f} | {r1} | {r2} |")
+    # the same, calls issued back to back (the tile figures from the log's
+    # "queued" lines): without the host's launch latency in front of each
+    queued = tile_queued(sys.argv[1])
+    print()
+    print("| decode, bf16, back to back | cuDNN TB/s | FA2 TB/s | tile TB/s | vs cuDNN | vs FA2 |")
+    print("|---|---|---|---|---|---|")
+    for shape in [key(*s) for s in SHAPES]:
+        cudnn, fa2 = measured.get((shape, "cuDNN queued"), 0), measured.get((shape, "FA2 queued"), 0)
+        v = queued.get(shape, 0)
+        r1 = f"{v / cudnn:.3f}" if cudnn and v else "-"
+        r2 = f"{v / fa2:.3f}" if fa2 and v else "-"
+        print(f"| {shape} | {cudnn:.2f} | {fa2:.2f} | {v:.2f} | {r1} | {r2} |")
 
 
 if __name__ == "__main__":

@@ -147,6 +147,11 @@ static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, til
       at += *at == ',';
     }
   ms = bench_time_ms(g, do_decode, &c);
+  double queued = ms > 0 ? bench_time_queued_ms(g, do_decode, &c) : -1;
+  if (queued > 0) /* the same calls back to back: without the launch latency in front of each */
+    printf("queued b%d kv%d %dk %s: %.4f ms per call back to back (%.4f alone), %.2f TB/s of bf16-equivalent K+V\n",
+           s->batch, s->heads_kv, s->len / 1024, elem, queued, ms,
+           (double)s->batch * s->len * s->heads_kv * DECODE_DIM * 2 * 2 / (queued * 1e9));
   /* a fast wrong kernel does not pass as a result: the outputs are finite */
   if (ms > 0) {
     DBuf o;

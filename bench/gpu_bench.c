@@ -32,6 +32,9 @@
 #include "tile_jit.h"
 
 #define WARMUP 5
+/* bench_time_queued_ms: rounds of back-to-back calls, and calls per round. */
+#define QUEUED_ROUNDS 9
+#define QUEUED_CALLS 20
 #define REPS 30
 /* Alternating rounds of time_pair_ms: PAIR_ROUNDS rounds of PAIR_REPS
  * timed calls of each function (60 of each in all, after WARMUP). */
@@ -154,6 +157,32 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
 }
 
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx) { return time_ms(g, fn, ctx); }
+
+double bench_time_queued_ms(Gpu *g, LaunchFn fn, void *ctx) {
+  tile_event *a, *b;
+  if (tile_event_create(g->rt, &a) != TILE_OK) return -1;
+  if (tile_event_create(g->rt, &b) != TILE_OK) {
+    tile_event_destroy(a);
+    return -1;
+  }
+  bool ok = true;
+  for (int i = 0; ok && i < WARMUP; i++) ok = fn(ctx);
+  double t[QUEUED_ROUNDS];
+  for (int r = 0; ok && r < QUEUED_ROUNDS; r++) {
+    tile_event_record(a, NULL);
+    for (int i = 0; ok && i < QUEUED_CALLS; i++) ok = fn(ctx);
+    tile_event_record(b, NULL);
+    tile_event_synchronize(b);
+    float ms = 0;
+    tile_event_elapsed_ms(a, b, &ms);
+    t[r] = ms / QUEUED_CALLS;
+  }
+  tile_event_destroy(a);
+  tile_event_destroy(b);
+  if (!ok) return -1;
+  qsort(t, QUEUED_ROUNDS, sizeof(double), cmp_double);
+  return t[QUEUED_ROUNDS / 2];
+}
 
 /* Random elements generated on the host per buffer; a longer buffer
  * repeats them (device-to-device copies), so that filling the gigabytes of
