@@ -6,28 +6,15 @@ import statistics
 import torch
 
 
-def median_ms(fn, warmup=5, reps=30):
+def median_ms(fn, warmup=5, reps=30, calls=1):
+    """Median milliseconds per call of `reps` timings of `calls` calls
+    issued back to back (events around them), after `warmup` calls. With
+    calls > 1 the host's launch latency in front of each call is hidden
+    (as under a CUDA graph), as bench_time_queued_ms in C."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
-def queued_ms(fn, warmup=5, rounds=9, calls=20):
-    """Median milliseconds per call of rounds of calls issued back to back
-    (events around each round), as bench_time_queued_ms in C: the device
-    time without the host's launch latency in front of each call."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(rounds):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         for _ in range(calls):

@@ -35,8 +35,9 @@
 #define ATTN_NAME_BYTES 160
 /* Characters of one number of a TILE_BENCH_BWD_SWEEP entry, with its NUL. */
 #define BWD_FIELD_CHARS 8
-/* The backward's sequence length (the anchors' bwd shape). */
+/* The backward's sequence length and head dim (the anchors' bwd shape). */
 #define BWD_SEQLEN 16384
+#define ATTN_HEAD_DIM_BWD 128
 
 typedef struct AttnShape {
   int dim, seqlen;
@@ -231,18 +232,112 @@ static bool do_atomic_step(void *ctx) {
   return tile_memset_d8(a->g->rt, a->dq_acc, 0, a->bytes) == TILE_OK && do_attn(&a->l);
 }
 
+/* One timed backward, for the experiments to be compared with: its
+ * buffers (q, k, v, dout; dq, dk, dv as computed; lse, delta), the launch
+ * of its three kernels and its times. */
+typedef struct BwdRun {
+  bool causal;
+  uint32_t bh;        /* batch * heads */
+  size_t n;           /* elements of each of q, k, v, dout, dq, dk, dv */
+  double scale, flop; /* sm_scale; the backward's operations */
+  uint64_t q, k, v, dout, dq, dk, dv, lse, delta;
+  const char *const *defs; /* HEAD_DIM and CAUSAL */
+  tile_arg sc[10];         /* the kernels' scalars, seqlen to kv_stride_n */
+  AttnLaunch b;            /* delta, dk/dv, dq */
+  double ms, ms_k[3];      /* the three together, each alone */
+} BwdRun;
+
+/* dq accumulated by the dk/dv kernel (ATOMIC_DQ_FILE) against r. */
+static void bwd_atomic(Gpu *g, const BwdRun *r) {
+  Variant fused = {0}, conv = {0};
+  uint64_t acc = 0, dq2 = dev_bf16(g, r->n, 0, false), dk2 = dev_bf16(g, r->n, 0, false);
+  uint64_t dv2 = dev_bf16(g, r->n, 0, false);
+  AtomicStep a = {.g = g, .bytes = r->n * sizeof(float)};
+  if (dq2 && dk2 && dv2 && tile_mem_alloc(g->rt, a.bytes, &acc) == TILE_OK &&
+      variant_build_kernel(g, ATOMIC_DQ_FILE, "attention_bwd_dkdv_dq", r->defs, &fused) &&
+      variant_build_kernel(g, ATOMIC_DQ_FILE, "attention_dq_convert", NULL, &conv)) {
+    a.dq_acc = acc, a.l.nk = 3;
+    a.l.k[0] = r->b.k[0], a.l.k[1] = fused.kernel, a.l.k[2] = conv.kernel;
+    memcpy(a.l.args[0], r->b.args[0], sizeof r->b.args[0]), a.l.nargs[0] = r->b.nargs[0];
+    memcpy(a.l.grid[0], r->b.grid[0], sizeof r->b.grid[0]);
+    /* dk/dv's arguments after dq_acc, into dk2 and dv2 */
+    a.l.args[1][0] = tile_arg_ptr(acc);
+    memcpy(a.l.args[1] + 1, r->b.args[1], (size_t)r->b.nargs[1] * sizeof(tile_arg));
+    a.l.args[1][1] = tile_arg_ptr(dk2), a.l.args[1][2] = tile_arg_ptr(dv2);
+    a.l.nargs[1] = r->b.nargs[1] + 1;
+    uint32_t gf[3] = {(uint32_t)(BWD_SEQLEN / variant_const(&fused, "BLOCK_N", 128)), r->bh, 1};
+    memcpy(a.l.grid[1], gf, sizeof gf);
+    tile_arg ca[4] = {tile_arg_ptr(dq2), tile_arg_ptr(acc), tile_arg_i64((int64_t)r->n), tile_arg_f64(r->scale)};
+    memcpy(a.l.args[2], ca, sizeof ca), a.l.nargs[2] = 4;
+    uint32_t gc[3] = {(uint32_t)((r->n + DQ_CONVERT_BLOCK - 1) / DQ_CONVERT_BLOCK), 1, 1};
+    memcpy(a.l.grid[2], gc, sizeof gc);
+    double ms_a = bench_time_ms(g, do_atomic_step, &a);
+    double ms_f = ms_a > 0 ? time_one_kernel(g, &fused, "BLOCK_N", r->bh, a.l.args[1], a.l.nargs[1]) : -1;
+    /* the outputs of one step from zero */
+    bool ran = ms_a > 0 && do_atomic_step(&a) && tile_synchronize(g->rt) == TILE_OK;
+    printf("bwd atomic dq d128 16k %s: %.1f TFLOP/s (%.3f ms; dkdv+dq %.3f ms) against %.1f (%.3f ms); "
+           "dq agrees to %.2g, dk %.2g, dv %.2g\n",
+           r->causal ? "causal" : "full", ms_a > 0 ? r->flop / (ms_a * 1e9) : 0, ms_a, ms_f, r->flop / (r->ms * 1e9),
+           r->ms, ran ? agreement(g, dq2, r->dq, r->n) : INFINITY, ran ? agreement(g, dk2, r->dk, r->n) : INFINITY,
+           ran ? agreement(g, dv2, r->dv, r->n) : INFINITY);
+  } else {
+    printf("bwd atomic dq: not built: %s\n", tile_last_error());
+  }
+  if (fused.kernel) variant_free(&fused);
+  if (conv.kernel) variant_free(&conv);
+  uint64_t fr[4] = {acc, dq2, dk2, dv2};
+  for (int i = 0; i < 4; i++)
+    if (fr[i]) tile_mem_free(g->rt, fr[i]);
+}
+
+/* The warp-specialized dk/dv and dq kernels (DKDV_WS_FILE), each against
+ * r's kernel and outputs. */
+static void bwd_ws(Gpu *g, const BwdRun *r) {
+  Variant w = {0}, wq = {0};
+  const char *what = r->causal ? "causal" : "full";
+  uint64_t x1 = dev_bf16(g, r->n, 0, false), x2 = dev_bf16(g, r->n, 0, false);
+  if (!x1 || !x2 || !variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dkdv_ws", r->defs, &w) ||
+      !variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dq_ws", r->defs, &wq)) {
+    printf("bwd ws: not built: %s\n", tile_last_error());
+  } else {
+    int64_t rows = (int64_t)r->n / ATTN_HEAD_DIM_BWD;
+    tile_tensor tq = {r->q, 2, {rows, ATTN_HEAD_DIM_BWD}, {ATTN_HEAD_DIM_BWD, 1}};
+    tile_tensor tk = tq, tv = tq, td = tq;
+    tk.ptr = r->k, tv.ptr = r->v, td.ptr = r->dout;
+    tile_arg wa[12] = {tile_arg_ptr(x1),      tile_arg_ptr(x2),         tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+                       tile_arg_tensor(&tv),  tile_arg_tensor(&td),     tile_arg_ptr(r->lse), tile_arg_ptr(r->delta),
+                       r->sc[0],              r->sc[1],                 r->sc[2],             r->sc[3]};
+    double ms_w = time_one_kernel(g, &w, "BLOCK_N", r->bh, wa, 12);
+    bool ran = ms_w > 0 && tile_synchronize(g->rt) == TILE_OK;
+    printf("bwd ws dkdv d128 16k %s: %.3f ms against %.3f (the default dkdv); dk agrees to %.2g, dv %.2g\n", what,
+           ms_w, r->ms_k[1], ran ? agreement(g, x1, r->dk, r->n) : INFINITY,
+           ran ? agreement(g, x2, r->dv, r->n) : INFINITY);
+    tile_arg qa[11] = {tile_arg_ptr(x1)}; /* dq into x1, then dk/dv's arguments after their outputs */
+    memcpy(qa + 1, wa + 2, 10 * sizeof(tile_arg));
+    double ms_q = time_one_kernel(g, &wq, "BLOCK_M", r->bh, qa, 11);
+    ran = ms_q > 0 && tile_synchronize(g->rt) == TILE_OK;
+    printf("bwd ws dq d128 16k %s: %.3f ms against %.3f (the default dq); dq agrees to %.2g\n", what, ms_q,
+           r->ms_k[2], ran ? agreement(g, x1, r->dq, r->n) : INFINITY);
+  }
+  if (w.kernel) variant_free(&w);
+  if (wq.kernel) variant_free(&wq);
+  if (x1) tile_mem_free(g->rt, x1);
+  if (x2) tile_mem_free(g->rt, x2);
+}
+
 /* The backward at d128: delta, dk/dv and dq, from the training forward's
  * out and lse; with cfg, the dk/dv and dq kernels of that build (a sweep
- * row), else the defaults. Each kernel's time alone is printed too. */
+ * row) or the defaults against an experiment, else the defaults as table
+ * rows. Each kernel's time alone is printed too. */
 static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
-  const int dim = 128, seqlen = BWD_SEQLEN, batch = ATTN_TOKENS / seqlen, heads = ATTN_HIDDEN / dim;
+  const int dim = ATTN_HEAD_DIM_BWD, seqlen = BWD_SEQLEN, batch = ATTN_TOKENS / seqlen, heads = ATTN_HIDDEN / dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN, rows = (size_t)batch * heads * seqlen;
   const char *names[4] = {"attention_fwd_lse", "attention_bwd_preprocess", "attention_bwd_dkdv", "attention_bwd_dq"};
   const char *defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", NULL};
   const char *pre_defs[] = {"HEAD_DIM", "128", NULL};
   const char *cfg_defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", "BLOCK_M", cfg ? cfg->bm : "",
                             "BLOCK_N", cfg ? cfg->bn : "", "STAGES", cfg ? cfg->stages : "", NULL};
-  bool custom = cfg && !cfg->atomic_dq && !cfg->ws_dkdv; /* a build of the sweep, not the defaults */
+  bool experiment = cfg && (cfg->atomic_dq || cfg->ws_dkdv), custom = cfg && !experiment; /* custom: a sweep build */
   Variant v[4];
   memset(v, 0, sizeof v);
   bool ok = true;
@@ -257,129 +352,53 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
   if (ok && dv) {
     uint64_t q = t[0], k = t[1], vv = t[2], dout = t[3], out = t[4], dq = t[5], dk = t[6];
     int64_t sb = (int64_t)heads * seqlen * dim, sh = (int64_t)seqlen * dim, sn = dim;
-    double scale = 1.0 / sqrt((double)dim);
-    tile_arg sc[10] = {tile_arg_i64(seqlen), tile_arg_i64(heads), tile_arg_i64(heads), tile_arg_f64(scale),
+    AttnShape s = {dim, seqlen, causal};
+    BwdRun r = {.causal = causal, .bh = (uint32_t)(batch * heads), .n = n, .scale = 1.0 / sqrt((double)dim),
+                .flop = 2.5 * flops(&s, batch, heads), .q = q, .k = k, .v = vv, .dout = dout, .dq = dq, .dk = dk,
+                .dv = dv, .lse = f32a.dev, .delta = f32b.dev, .defs = defs, .b = {.nk = 3}};
+    tile_arg sc[10] = {tile_arg_i64(seqlen), tile_arg_i64(heads), tile_arg_i64(heads), tile_arg_f64(r.scale),
                        tile_arg_i64(sb),     tile_arg_i64(sh),    tile_arg_i64(sn),    tile_arg_i64(sb),
                        tile_arg_i64(sh),     tile_arg_i64(sn)};
+    memcpy(r.sc, sc, sizeof sc);
     AttnLaunch f = {.nk = 1};
     f.k[0] = v[0].kernel;
     tile_arg fa[15] = {tile_arg_ptr(out), tile_arg_ptr(f32a.dev), tile_arg_ptr(q), tile_arg_ptr(k), tile_arg_ptr(vv)};
     memcpy(fa + 5, sc, sizeof sc), memcpy(f.args[0], fa, sizeof fa), f.nargs[0] = 15;
-    uint32_t bh = (uint32_t)(batch * heads);
-    f.grid[0][0] = (uint32_t)(seqlen / variant_const(&v[0], "BLOCK_M", 128)), f.grid[0][1] = bh, f.grid[0][2] = 1;
+    f.grid[0][0] = (uint32_t)(seqlen / variant_const(&v[0], "BLOCK_M", 128)), f.grid[0][1] = r.bh, f.grid[0][2] = 1;
     ok = do_attn(&f) && tile_synchronize(g->rt) == TILE_OK; /* out and lse for the backward */
-    AttnLaunch b = {.nk = 3};
+    AttnLaunch *b = &r.b;
     tile_arg pa[8] = {tile_arg_ptr(f32b.dev), tile_arg_ptr(out), tile_arg_ptr(dout), sc[0], sc[1], sc[4], sc[5], sc[6]};
     tile_arg ka[18] = {tile_arg_ptr(dk),   tile_arg_ptr(dv),       tile_arg_ptr(q),        tile_arg_ptr(k),
                        tile_arg_ptr(vv),   tile_arg_ptr(dout),     tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev)};
     tile_arg qa[17] = {tile_arg_ptr(dq),   tile_arg_ptr(q),        tile_arg_ptr(k),        tile_arg_ptr(vv),
                        tile_arg_ptr(dout), tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev)};
     memcpy(ka + 8, sc, sizeof sc), memcpy(qa + 7, sc, sizeof sc);
-    for (int i = 0; i < 3; i++) b.k[i] = v[i + 1].kernel;
-    memcpy(b.args[0], pa, sizeof pa), b.nargs[0] = 8;
-    memcpy(b.args[1], ka, sizeof ka), b.nargs[1] = 18;
-    memcpy(b.args[2], qa, sizeof qa), b.nargs[2] = 17;
-    uint32_t g0[3] = {(uint32_t)(seqlen / variant_const(&v[1], "BLOCK_M", 64)), bh, 1};
-    uint32_t g1[3] = {(uint32_t)(seqlen / variant_const(&v[2], "BLOCK_N", 64)), bh, 1};
-    uint32_t g2[3] = {(uint32_t)(seqlen / variant_const(&v[3], "BLOCK_M", 64)), bh, 1};
-    memcpy(b.grid[0], g0, sizeof g0), memcpy(b.grid[1], g1, sizeof g1), memcpy(b.grid[2], g2, sizeof g2);
-    double ms = ok ? bench_time_ms(g, do_attn, &b) : -1;
-    AttnShape s = {dim, seqlen, causal};
-    double ms_k[3] = {-1, -1, -1};
-    for (int i = 0; i < 3 && ms > 0; i++) { /* each kernel alone */
-      AttnLaunch one = {.nk = 1};
-      one.k[0] = b.k[i], one.nargs[0] = b.nargs[i];
-      memcpy(one.grid[0], b.grid[i], sizeof b.grid[i]), memcpy(one.args[0], b.args[i], sizeof b.args[i]);
-      ms_k[i] = bench_time_ms(g, do_attn, &one);
-    }
-    if (cfg && cfg->atomic_dq && ms > 0) { /* against the outputs of the three kernels just timed */
-      Variant fused = {0}, conv = {0};
-      uint64_t acc = 0, dq2 = dev_bf16(g, n, 0, false), dk2 = dev_bf16(g, n, 0, false), dv2 = dev_bf16(g, n, 0, false);
-      AtomicStep a = {.g = g, .bytes = n * sizeof(float)};
-      if (dq2 && dk2 && dv2 && tile_mem_alloc(g->rt, a.bytes, &acc) == TILE_OK &&
-          variant_build_kernel(g, ATOMIC_DQ_FILE, "attention_bwd_dkdv_dq", defs, &fused) &&
-          variant_build_kernel(g, ATOMIC_DQ_FILE, "attention_dq_convert", NULL, &conv)) {
-        a.dq_acc = acc, a.l.nk = 3;
-        a.l.k[0] = b.k[0], a.l.k[1] = fused.kernel, a.l.k[2] = conv.kernel;
-        memcpy(a.l.args[0], b.args[0], sizeof b.args[0]), a.l.nargs[0] = b.nargs[0];
-        memcpy(a.l.grid[0], b.grid[0], sizeof b.grid[0]);
-        a.l.args[1][0] = tile_arg_ptr(acc);
-        memcpy(a.l.args[1] + 1, b.args[1], 18 * sizeof(tile_arg));
-        a.l.args[1][1] = tile_arg_ptr(dk2), a.l.args[1][2] = tile_arg_ptr(dv2);
-        a.l.nargs[1] = 19;
-        uint32_t gf[3] = {(uint32_t)(seqlen / variant_const(&fused, "BLOCK_N", 128)), bh, 1};
-        memcpy(a.l.grid[1], gf, sizeof gf);
-        tile_arg ca[4] = {tile_arg_ptr(dq2), tile_arg_ptr(acc), tile_arg_i64((int64_t)n), tile_arg_f64(scale)};
-        memcpy(a.l.args[2], ca, sizeof ca), a.l.nargs[2] = 4;
-        uint32_t gc[3] = {(uint32_t)((n + DQ_CONVERT_BLOCK - 1) / DQ_CONVERT_BLOCK), 1, 1};
-        memcpy(a.l.grid[2], gc, sizeof gc);
-        double ms_a = bench_time_ms(g, do_atomic_step, &a);
-        AttnLaunch fk = {.nk = 1};
-        fk.k[0] = fused.kernel, fk.nargs[0] = 19;
-        memcpy(fk.args[0], a.l.args[1], sizeof a.l.args[1]), memcpy(fk.grid[0], gf, sizeof gf);
-        double ms_f = ms_a > 0 ? bench_time_ms(g, do_attn, &fk) : -1;
-        /* the outputs of one step from zero */
-        bool ran = ms_a > 0 && do_atomic_step(&a) && tile_synchronize(g->rt) == TILE_OK;
-        printf("bwd atomic dq d128 16k %s: %.1f TFLOP/s (%.3f ms; dkdv+dq %.3f ms) against %.1f (%.3f ms); "
-               "dq agrees to %.2g, dk %.2g, dv %.2g\n",
-               causal ? "causal" : "full", ms_a > 0 ? 2.5 * flops(&s, batch, heads) / (ms_a * 1e9) : 0, ms_a, ms_f,
-               2.5 * flops(&s, batch, heads) / (ms * 1e9), ms, ran ? agreement(g, dq2, dq, n) : INFINITY,
-               ran ? agreement(g, dk2, dk, n) : INFINITY, ran ? agreement(g, dv2, dv, n) : INFINITY);
-      } else {
-        printf("bwd atomic dq: not built: %s\n", tile_last_error());
-      }
-      if (fused.kernel) variant_free(&fused);
-      if (conv.kernel) variant_free(&conv);
-      uint64_t fr[4] = {acc, dq2, dk2, dv2};
-      for (int i = 0; i < 4; i++)
-        if (fr[i]) tile_mem_free(g->rt, fr[i]);
-    }
-    if (cfg && cfg->ws_dkdv && ms > 0) { /* against the dk and dv just computed */
-      Variant w = {0};
-      uint64_t dk3 = dev_bf16(g, n, 0, false), dv3 = dev_bf16(g, n, 0, false);
-      if (dk3 && dv3 && variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dkdv_ws", defs, &w)) {
-        int64_t r = (int64_t)batch * heads * seqlen;
-        tile_tensor tq = {q, 2, {r, dim}, {dim, 1}}, tk = {k, 2, {r, dim}, {dim, 1}}, tv = {vv, 2, {r, dim}, {dim, 1}};
-        tile_tensor td = {dout, 2, {r, dim}, {dim, 1}};
-        tile_arg wa[12] = {tile_arg_ptr(dk3),    tile_arg_ptr(dv3),      tile_arg_tensor(&tq), tile_arg_tensor(&tk),
-                           tile_arg_tensor(&tv), tile_arg_tensor(&td),   tile_arg_ptr(f32a.dev), tile_arg_ptr(f32b.dev),
-                           sc[0],                sc[1],                  sc[2],                sc[3]};
-        double ms_w = time_one_kernel(g, &w, "BLOCK_N", bh, wa, 12);
-        bool ran = ms_w > 0 && tile_synchronize(g->rt) == TILE_OK;
-        printf("bwd ws dkdv d128 16k %s: %.3f ms against %.3f (the default dkdv); dk agrees to %.2g, dv %.2g\n",
-               causal ? "causal" : "full", ms_w, ms_k[1], ran ? agreement(g, dk3, dk, n) : INFINITY,
-               ran ? agreement(g, dv3, dv, n) : INFINITY);
-        Variant wq = {0};
-        if (variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dq_ws", defs, &wq)) {
-          tile_arg qa3[11] = {tile_arg_ptr(dk3)}; /* dq into dk3's buffer (q's shape here) */
-          memcpy(qa3 + 1, wa + 2, 10 * sizeof(tile_arg));
-          double ms_q = time_one_kernel(g, &wq, "BLOCK_M", bh, qa3, 11);
-          bool ran_q = ms_q > 0 && tile_synchronize(g->rt) == TILE_OK;
-          printf("bwd ws dq d128 16k %s: %.3f ms against %.3f (the default dq); dq agrees to %.2g\n",
-                 causal ? "causal" : "full", ms_q, ms_k[2], ran_q ? agreement(g, dk3, dq, n) : INFINITY);
-          variant_free(&wq);
-        } else {
-          printf("bwd ws dq: not built: %s\n", tile_last_error());
-        }
-      } else {
-        printf("bwd ws dkdv: not built: %s\n", tile_last_error());
-      }
-      if (w.kernel) variant_free(&w);
-      if (dk3) tile_mem_free(g->rt, dk3);
-      if (dv3) tile_mem_free(g->rt, dv3);
-    }
-    char name[ATTN_NAME_BYTES];
-    if (cfg && (cfg->atomic_dq || cfg->ws_dkdv)) {
-      printf("bwd d128 16k %s (defaults): %.3f ms\n", causal ? "causal" : "full", ms);
+    for (int i = 0; i < 3; i++) b->k[i] = v[i + 1].kernel;
+    memcpy(b->args[0], pa, sizeof pa), b->nargs[0] = 8;
+    memcpy(b->args[1], ka, sizeof ka), b->nargs[1] = 18;
+    memcpy(b->args[2], qa, sizeof qa), b->nargs[2] = 17;
+    uint32_t g0[3] = {(uint32_t)(seqlen / variant_const(&v[1], "BLOCK_M", 64)), r.bh, 1};
+    uint32_t g1[3] = {(uint32_t)(seqlen / variant_const(&v[2], "BLOCK_N", 64)), r.bh, 1};
+    uint32_t g2[3] = {(uint32_t)(seqlen / variant_const(&v[3], "BLOCK_M", 64)), r.bh, 1};
+    memcpy(b->grid[0], g0, sizeof g0), memcpy(b->grid[1], g1, sizeof g1), memcpy(b->grid[2], g2, sizeof g2);
+    r.ms = ok ? bench_time_ms(g, do_attn, b) : -1;
+    r.ms_k[0] = r.ms > 0 ? time_one_kernel(g, &v[1], "BLOCK_M", r.bh, pa, 8) : -1; /* each kernel alone */
+    r.ms_k[1] = r.ms > 0 ? time_one_kernel(g, &v[2], "BLOCK_N", r.bh, ka, 18) : -1;
+    r.ms_k[2] = r.ms > 0 ? time_one_kernel(g, &v[3], "BLOCK_M", r.bh, qa, 17) : -1;
+    const char *what = causal ? "causal" : "full";
+    if (r.ms > 0 && cfg && cfg->atomic_dq) bwd_atomic(g, &r); /* against the outputs just computed */
+    if (r.ms > 0 && cfg && cfg->ws_dkdv) bwd_ws(g, &r);
+    if (experiment) {
+      printf("bwd d128 16k %s (defaults): %.3f ms\n", what, r.ms);
     } else if (cfg) {
       printf("bwd sweep d128 16k %s BLOCK_M %s BLOCK_N %s STAGES %s: %.1f TFLOP/s (%.3f ms; delta %.3f, dkdv %.3f, dq %.3f)\n",
-             causal ? "causal" : "full", cfg->bm, cfg->bn, cfg->stages,
-             ms > 0 ? 2.5 * flops(&s, batch, heads) / (ms * 1e9) : 0, ms, ms_k[0], ms_k[1], ms_k[2]);
+             what, cfg->bm, cfg->bn, cfg->stages, r.ms > 0 ? r.flop / (r.ms * 1e9) : 0, r.ms, r.ms_k[0], r.ms_k[1],
+             r.ms_k[2]);
     } else {
-      printf("bwd d128 16k %s: delta %.3f ms, dkdv %.3f ms, dq %.3f ms\n", causal ? "causal" : "full", ms_k[0], ms_k[1],
-             ms_k[2]);
-      snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd.tile)", causal ? "causal" : "full");
-      if (ms > 0) bench_add_row(name, 2.5 * flops(&s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+      printf("bwd d128 16k %s: delta %.3f ms, dkdv %.3f ms, dq %.3f ms\n", what, r.ms_k[0], r.ms_k[1], r.ms_k[2]);
+      char name[ATTN_NAME_BYTES];
+      snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd.tile)", what);
+      if (r.ms > 0) bench_add_row(name, r.flop / (r.ms * 1e9), 0, "TFLOP/s");
     }
   }
   for (int i = 0; i < 4; i++)

@@ -26,10 +26,12 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
-from anchor_common import median_ms, queued_ms
+from anchor_common import median_ms
 
 HEADS, DIM = 32, 128
 SHAPES = [(64, 8, 4096), (64, 8, 32768), (64, 32, 4096), (64, 32, 32768), (1, 8, 32768), (1, 32, 32768)]
+# the back-to-back timing of bench_time_queued_ms (bench/gpu_bench.c)
+QUEUED_ROUNDS, QUEUED_CALLS = 9, 20
 BACKENDS = [("cuDNN", SDPBackend.CUDNN_ATTENTION), ("FA2", SDPBackend.FLASH_ATTENTION)]
 
 
@@ -48,7 +50,8 @@ def anchors():
             try:
                 with sdpa_kernel(backend):
                     ms = median_ms(lambda: sdpa(q, k, v, enable_gqa=kv != HEADS))
-                    queued = queued_ms(lambda: sdpa(q, k, v, enable_gqa=kv != HEADS))
+                    queued = median_ms(lambda: sdpa(q, k, v, enable_gqa=kv != HEADS), reps=QUEUED_ROUNDS,
+                                       calls=QUEUED_CALLS)
                 out[(key(batch, kv, length), name)] = kv_bytes / (ms * 1e9)
                 out[(key(batch, kv, length), name + " queued")] = kv_bytes / (queued * 1e9)
             except RuntimeError as e:
@@ -59,52 +62,46 @@ def anchors():
 
 
 def tile_rows(log_path):
-    rows = {}
-    pattern = re.compile(r"^\| decode (b\d+ h32 kv\d+ d128 \d+k) page16 bf16 TB/s vs copy \((.*?)\) \| ([\d.]+) TB/s")
+    """The log's bf16 rows: shape -> (kernel, TB/s), and its "queued"
+    lines: shape -> TB/s back to back."""
+    rows, queued = {}, {}
+    row = re.compile(r"^\| decode (b\d+ h32 kv\d+ d128 \d+k) page16 bf16 TB/s vs copy \((.*?)\) \| ([\d.]+) TB/s")
+    back = re.compile(r"^queued (b\d+) (kv\d+) (\d+k) bf16: .* ([\d.]+) TB/s")
     with open(log_path) as f:
         for line in f:
-            m = pattern.match(line)
+            m = row.match(line)
             if m:
                 rows[m.group(1)] = (m.group(2), float(m.group(3)))
-    return rows
-
-
-def tile_queued(log_path):
-    rows = {}
-    pattern = re.compile(r"^queued (b\d+) (kv\d+) (\d+k) bf16: .* ([\d.]+) TB/s")
-    with open(log_path) as f:
-        for line in f:
-            m = pattern.match(line)
+            m = back.match(line)
             if m:
-                rows[f"{m.group(1)} h32 {m.group(2)} d128 {m.group(3)}"] = float(m.group(4))
-    return rows
+                queued[f"{m.group(1)} h32 {m.group(2)} d128 {m.group(3)}"] = float(m.group(4))
+    return rows, queued
+
+
+def ratio(v, anchor):
+    return f"{v / anchor:.3f}" if anchor and v else "-"
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     measured = anchors()
-    tiles = tile_rows(sys.argv[1])
+    tiles, queued = tile_rows(sys.argv[1])
     print("| decode, bf16, 32 heads, d128 | cuDNN TB/s | FA2 TB/s | tile kernel | tile TB/s | vs cuDNN | vs FA2 |")
     print("|---|---|---|---|---|---|---|")
     for shape in [key(*s) for s in SHAPES]:
         cudnn, fa2 = measured.get((shape, "cuDNN"), 0), measured.get((shape, "FA2"), 0)
         kern, v = tiles.get(shape, ("(not measured)", 0))
-        r1 = f"{v / cudnn:.3f}" if cudnn and v else "-"
-        r2 = f"{v / fa2:.3f}" if fa2 and v else "-"
-        print(f"| {shape} | {cudnn:.2f} | {fa2:.2f} | {kern} | {v:.2f} | {r1} | {r2} |")
+        print(f"| {shape} | {cudnn:.2f} | {fa2:.2f} | {kern} | {v:.2f} | {ratio(v, cudnn)} | {ratio(v, fa2)} |")
     # the same, calls issued back to back (the tile figures from the log's
     # "queued" lines): without the host's launch latency in front of each
-    queued = tile_queued(sys.argv[1])
     print()
     print("| decode, bf16, back to back | cuDNN TB/s | FA2 TB/s | tile TB/s | vs cuDNN | vs FA2 |")
     print("|---|---|---|---|---|---|")
     for shape in [key(*s) for s in SHAPES]:
         cudnn, fa2 = measured.get((shape, "cuDNN queued"), 0), measured.get((shape, "FA2 queued"), 0)
         v = queued.get(shape, 0)
-        r1 = f"{v / cudnn:.3f}" if cudnn and v else "-"
-        r2 = f"{v / fa2:.3f}" if fa2 and v else "-"
-        print(f"| {shape} | {cudnn:.2f} | {fa2:.2f} | {v:.2f} | {r1} | {r2} |")
+        print(f"| {shape} | {cudnn:.2f} | {fa2:.2f} | {v:.2f} | {ratio(v, cudnn)} | {ratio(v, fa2)} |")
 
 
 if __name__ == "__main__":

@@ -73,21 +73,24 @@ static void add_row(const char *name, double value, double anchor, const char *u
   fflush(stdout);
 }
 
-/* Times one call of fn into t[*n] (events around it); false when it fails. */
-static bool time_one(tile_event *a, tile_event *b, LaunchFn fn, void *ctx, double *t, int *n) {
+/* Times `calls` calls of fn issued back to back (events around them)
+ * into t[*n], per call; false when one fails. */
+static bool time_calls(tile_event *a, tile_event *b, LaunchFn fn, void *ctx, int calls, double *t, int *n) {
   tile_event_record(a, NULL);
-  bool ok = fn(ctx);
+  bool ok = true;
+  for (int i = 0; ok && i < calls; i++) ok = fn(ctx);
   tile_event_record(b, NULL);
   tile_event_synchronize(b);
-  float ms;
+  float ms = 0;
   tile_event_elapsed_ms(a, b, &ms);
-  t[(*n)++] = ms;
+  t[(*n)++] = ms / calls;
   return ok;
 }
 
-/* Median milliseconds of REPS timed calls of fn after WARMUP untimed ones;
- * -1 when a call fails. */
-static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
+/* Median per-call milliseconds of `rounds` (at most REPS) timings of
+ * `calls` calls back to back, after WARMUP untimed calls; -1 when a call
+ * fails. */
+static double time_rounds_ms(Gpu *g, LaunchFn fn, void *ctx, int rounds, int calls) {
   tile_event *a, *b;
   tile_event_create(g->rt, &a);
   tile_event_create(g->rt, &b);
@@ -95,13 +98,17 @@ static double time_ms(Gpu *g, LaunchFn fn, void *ctx) {
   for (int i = 0; ok && i < WARMUP; i++) ok = fn(ctx);
   double t[REPS];
   int n = 0;
-  for (int i = 0; ok && i < REPS; i++) ok = time_one(a, b, fn, ctx, t, &n);
+  for (int i = 0; ok && i < rounds && i < REPS; i++) ok = time_calls(a, b, fn, ctx, calls, t, &n);
   tile_event_destroy(a);
   tile_event_destroy(b);
   if (!ok) return -1;
-  qsort(t, REPS, sizeof(double), cmp_double);
-  return t[REPS / 2];
+  qsort(t, (size_t)n, sizeof(double), cmp_double);
+  return t[n / 2];
 }
+
+/* Median milliseconds of REPS timed calls of fn after WARMUP untimed ones;
+ * -1 when a call fails. */
+static double time_ms(Gpu *g, LaunchFn fn, void *ctx) { return time_rounds_ms(g, fn, ctx, REPS, 1); }
 
 /* Medians of fn_a's and fn_b's times, measured in PAIR_ROUNDS alternating
  * rounds after WARMUP calls of each; false when a call fails. */
@@ -118,8 +125,8 @@ static bool time_pair_ms(Gpu *g, LaunchFn fn_a, void *ctx_a, LaunchFn fn_b, void
   double ta[PAIR_ROUNDS * PAIR_REPS], tb[PAIR_ROUNDS * PAIR_REPS];
   int na = 0, nb = 0;
   for (int r = 0; ok && r < PAIR_ROUNDS; r++) {
-    for (int i = 0; ok && i < PAIR_REPS; i++) ok = time_one(a, b, fn_a, ctx_a, ta, &na);
-    for (int i = 0; ok && i < PAIR_REPS; i++) ok = time_one(a, b, fn_b, ctx_b, tb, &nb);
+    for (int i = 0; ok && i < PAIR_REPS; i++) ok = time_calls(a, b, fn_a, ctx_a, 1, ta, &na);
+    for (int i = 0; ok && i < PAIR_REPS; i++) ok = time_calls(a, b, fn_b, ctx_b, 1, tb, &nb);
   }
   tile_event_destroy(a);
   tile_event_destroy(b);
@@ -159,29 +166,7 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx) { return time_ms(g, fn, ctx); }
 
 double bench_time_queued_ms(Gpu *g, LaunchFn fn, void *ctx) {
-  tile_event *a, *b;
-  if (tile_event_create(g->rt, &a) != TILE_OK) return -1;
-  if (tile_event_create(g->rt, &b) != TILE_OK) {
-    tile_event_destroy(a);
-    return -1;
-  }
-  bool ok = true;
-  for (int i = 0; ok && i < WARMUP; i++) ok = fn(ctx);
-  double t[QUEUED_ROUNDS];
-  for (int r = 0; ok && r < QUEUED_ROUNDS; r++) {
-    tile_event_record(a, NULL);
-    for (int i = 0; ok && i < QUEUED_CALLS; i++) ok = fn(ctx);
-    tile_event_record(b, NULL);
-    tile_event_synchronize(b);
-    float ms = 0;
-    tile_event_elapsed_ms(a, b, &ms);
-    t[r] = ms / QUEUED_CALLS;
-  }
-  tile_event_destroy(a);
-  tile_event_destroy(b);
-  if (!ok) return -1;
-  qsort(t, QUEUED_ROUNDS, sizeof(double), cmp_double);
-  return t[QUEUED_ROUNDS / 2];
+  return time_rounds_ms(g, fn, ctx, QUEUED_ROUNDS, QUEUED_CALLS);
 }
 
 /* Random elements generated on the host per buffer; a longer buffer
