@@ -49,10 +49,14 @@ static const AttnShape shapes[] = {
     {128, 4096, false},  {128, 16384, false}, {128, 16384, true},  {256, 16384, false},
 };
 
+/* The most arguments of a kernel these launches run: the dk/dv kernel
+ * with dq's accumulator (ATOMIC_DQ_FILE) has 19. */
+#define ATTN_LAUNCH_ARGS 19
+
 typedef struct AttnLaunch {
   const tile_kernel *k[4];
   uint32_t grid[4][3];
-  tile_arg args[4][18];
+  tile_arg args[4][ATTN_LAUNCH_ARGS];
   int nargs[4], nk;
 } AttnLaunch;
 
@@ -209,10 +213,9 @@ static double time_one_kernel(Gpu *g, const Variant *v, const char *block, uint3
 typedef struct BwdConfig {
   char bm[BWD_FIELD_CHARS], bn[BWD_FIELD_CHARS], stages[BWD_FIELD_CHARS];
   bool atomic_dq; /* the defaults, then tests/kernels/attention_bwd_atomic_dq.tile against them */
-  bool ws_dkdv;   /* the defaults, then tests/kernels/attention_bwd_dkdv_ws.tile against their dk/dv */
 } BwdConfig;
 
-#define DKDV_WS_FILE "tests/kernels/attention_bwd_dkdv_ws.tile"
+#define BWD_WS_FILE "lang/std/flash_attention_bwd_ws.tile"
 
 #define ATOMIC_DQ_FILE "tests/kernels/attention_bwd_atomic_dq.tile"
 /* attention_dq_convert's elements per program (its BLOCK). */
@@ -290,39 +293,76 @@ static void bwd_atomic(Gpu *g, const BwdRun *r) {
     if (fr[i]) tile_mem_free(g->rt, fr[i]);
 }
 
-/* The warp-specialized dk/dv and dq kernels (DKDV_WS_FILE), each against
- * r's kernel and outputs. */
-static void bwd_ws(Gpu *g, const BwdRun *r) {
+/* TILE_BENCH_BWD_POLL: each warp-specialized backward kernel (w: dk/dv,
+ * wq: dq, on their arguments wa and qa) against a build whose mbarrier
+ * waits poll without try_wait's suspend-time hint
+ * (tc_codegen_options.mbar_poll), three times each. */
+static void bwd_ws_poll(Gpu *g, const BwdRun *r, const char *file, const Variant *w, const Variant *wq,
+                        const tile_arg *wa, const tile_arg *qa) {
+  tc_codegen_options po = {.linker = TC_LINKER_AUTO, .mbar_poll = true};
+  Variant pw = {0}, pq = {0};
+  if (variant_build_kernel_opts(g, file, "attention_bwd_dkdv_ws", r->defs, &po, &pw) &&
+      variant_build_kernel_opts(g, file, "attention_bwd_dq_ws", r->defs, &po, &pq)) {
+    for (int rep = 0; rep < 3; rep++) {
+      double a = time_one_kernel(g, w, "BLOCK_N", r->bh, wa, 12), b = time_one_kernel(g, &pw, "BLOCK_N", r->bh, wa, 12);
+      double c = time_one_kernel(g, wq, "BLOCK_M", r->bh, qa, 11), d = time_one_kernel(g, &pq, "BLOCK_M", r->bh, qa, 11);
+      printf("bwd ws poll %s rep %d: dkdv hint %.3f poll %.3f ms; dq hint %.3f poll %.3f ms\n",
+             r->causal ? "causal" : "full", rep, a, b, c, d);
+    }
+  }
+  if (pw.kernel) variant_free(&pw);
+  if (pq.kernel) variant_free(&pq);
+}
+
+/* The backward through flash_attention_bwd_ws.tile (what tile_attention.h
+ * runs for contiguous tensors): delta, then the warp-specialized dk/dv and
+ * dq, timed together and each alone against r's kernels, their outputs
+ * against r's; with row, the step as the table's row. */
+static void bwd_ws(Gpu *g, const BwdRun *r, bool row) {
   Variant w = {0}, wq = {0};
   const char *what = r->causal ? "causal" : "full";
-  uint64_t x1 = dev_bf16(g, r->n, 0, false), x2 = dev_bf16(g, r->n, 0, false);
-  if (!x1 || !x2 || !variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dkdv_ws", r->defs, &w) ||
-      !variant_build_kernel(g, DKDV_WS_FILE, "attention_bwd_dq_ws", r->defs, &wq)) {
+  uint64_t x[3] = {dev_bf16(g, r->n, 0, false), dev_bf16(g, r->n, 0, false), dev_bf16(g, r->n, 0, false)};
+  const char *file = BWD_WS_FILE;
+  if (!x[0] || !x[1] || !x[2] || !variant_build_kernel(g, file, "attention_bwd_dkdv_ws", r->defs, &w) ||
+      !variant_build_kernel(g, file, "attention_bwd_dq_ws", r->defs, &wq)) {
     printf("bwd ws: not built: %s\n", tile_last_error());
   } else {
     int64_t rows = (int64_t)r->n / ATTN_HEAD_DIM_BWD;
     tile_tensor tq = {r->q, 2, {rows, ATTN_HEAD_DIM_BWD}, {ATTN_HEAD_DIM_BWD, 1}};
     tile_tensor tk = tq, tv = tq, td = tq;
     tk.ptr = r->k, tv.ptr = r->v, td.ptr = r->dout;
-    tile_arg wa[12] = {tile_arg_ptr(x1),      tile_arg_ptr(x2),         tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+    /* dk, dv into x[1], x[2]; dq into x[0] */
+    tile_arg wa[12] = {tile_arg_ptr(x[1]),    tile_arg_ptr(x[2]),       tile_arg_tensor(&tq), tile_arg_tensor(&tk),
                        tile_arg_tensor(&tv),  tile_arg_tensor(&td),     tile_arg_ptr(r->lse), tile_arg_ptr(r->delta),
                        r->sc[0],              r->sc[1],                 r->sc[2],             r->sc[3]};
-    double ms_w = time_one_kernel(g, &w, "BLOCK_N", r->bh, wa, 12);
-    bool ran = ms_w > 0 && tile_synchronize(g->rt) == TILE_OK;
-    printf("bwd ws dkdv d128 16k %s: %.3f ms against %.3f (the default dkdv); dk agrees to %.2g, dv %.2g\n", what,
-           ms_w, r->ms_k[1], ran ? agreement(g, x1, r->dk, r->n) : INFINITY,
-           ran ? agreement(g, x2, r->dv, r->n) : INFINITY);
-    tile_arg qa[11] = {tile_arg_ptr(x1)}; /* dq into x1, then dk/dv's arguments after their outputs */
+    tile_arg qa[11] = {tile_arg_ptr(x[0])};
     memcpy(qa + 1, wa + 2, 10 * sizeof(tile_arg));
-    double ms_q = time_one_kernel(g, &wq, "BLOCK_M", r->bh, qa, 11);
-    ran = ms_q > 0 && tile_synchronize(g->rt) == TILE_OK;
-    printf("bwd ws dq d128 16k %s: %.3f ms against %.3f (the default dq); dq agrees to %.2g\n", what, ms_q,
-           r->ms_k[2], ran ? agreement(g, x1, r->dq, r->n) : INFINITY);
+    AttnLaunch l = {.nk = 3};
+    l.k[0] = r->b.k[0], l.k[1] = w.kernel, l.k[2] = wq.kernel;
+    memcpy(l.args[0], r->b.args[0], sizeof r->b.args[0]), l.nargs[0] = r->b.nargs[0];
+    memcpy(l.args[1], wa, sizeof wa), l.nargs[1] = 12;
+    memcpy(l.args[2], qa, sizeof qa), l.nargs[2] = 11;
+    memcpy(l.grid[0], r->b.grid[0], sizeof r->b.grid[0]);
+    uint32_t g1[3] = {(uint32_t)(BWD_SEQLEN / variant_const(&w, "BLOCK_N", 128)), r->bh, 1};
+    uint32_t g2[3] = {(uint32_t)(BWD_SEQLEN / variant_const(&wq, "BLOCK_M", 128)), r->bh, 1};
+    memcpy(l.grid[1], g1, sizeof g1), memcpy(l.grid[2], g2, sizeof g2);
+    double ms = bench_time_ms(g, do_attn, &l);
+    double ms_w = ms > 0 ? time_one_kernel(g, &w, "BLOCK_N", r->bh, wa, 12) : -1;
+    double ms_q = ms > 0 ? time_one_kernel(g, &wq, "BLOCK_M", r->bh, qa, 11) : -1;
+    if (ms > 0 && getenv("TILE_BENCH_BWD_POLL")) bwd_ws_poll(g, r, file, &w, &wq, wa, qa);
+    bool ran = ms > 0 && tile_synchronize(g->rt) == TILE_OK;
+    printf("bwd ws d128 16k %s: %.3f ms (dkdv %.3f, dq %.3f) against flash_attention_bwd.tile's %.3f (dkdv %.3f, "
+           "dq %.3f); dq agrees to %.2g, dk %.2g, dv %.2g\n",
+           what, ms, ms_w, ms_q, r->ms, r->ms_k[1], r->ms_k[2], ran ? agreement(g, x[0], r->dq, r->n) : INFINITY,
+           ran ? agreement(g, x[1], r->dk, r->n) : INFINITY, ran ? agreement(g, x[2], r->dv, r->n) : INFINITY);
+    char name[ATTN_NAME_BYTES];
+    snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd_ws.tile)", what);
+    if (row && ms > 0) bench_add_row(name, r->flop / (ms * 1e9), 0, "TFLOP/s");
   }
   if (w.kernel) variant_free(&w);
   if (wq.kernel) variant_free(&wq);
-  if (x1) tile_mem_free(g->rt, x1);
-  if (x2) tile_mem_free(g->rt, x2);
+  for (int i = 0; i < 3; i++)
+    if (x[i]) tile_mem_free(g->rt, x[i]);
 }
 
 /* The backward at d128: delta, dk/dv and dq, from the training forward's
@@ -337,7 +377,7 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
   const char *pre_defs[] = {"HEAD_DIM", "128", NULL};
   const char *cfg_defs[] = {"HEAD_DIM", "128", "CAUSAL", causal ? "true" : "false", "BLOCK_M", cfg ? cfg->bm : "",
                             "BLOCK_N", cfg ? cfg->bn : "", "STAGES", cfg ? cfg->stages : "", NULL};
-  bool experiment = cfg && (cfg->atomic_dq || cfg->ws_dkdv), custom = cfg && !experiment; /* custom: a sweep build */
+  bool experiment = cfg && cfg->atomic_dq, custom = cfg && !experiment; /* custom: a sweep build */
   Variant v[4];
   memset(v, 0, sizeof v);
   bool ok = true;
@@ -387,7 +427,6 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
     r.ms_k[2] = r.ms > 0 ? time_one_kernel(g, &v[3], "BLOCK_M", r.bh, qa, 17) : -1;
     const char *what = causal ? "causal" : "full";
     if (r.ms > 0 && cfg && cfg->atomic_dq) bwd_atomic(g, &r); /* against the outputs just computed */
-    if (r.ms > 0 && cfg && cfg->ws_dkdv) bwd_ws(g, &r);
     if (experiment) {
       printf("bwd d128 16k %s (defaults): %.3f ms\n", what, r.ms);
     } else if (cfg) {
@@ -399,6 +438,7 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
       char name[ATTN_NAME_BYTES];
       snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd.tile)", what);
       if (r.ms > 0) bench_add_row(name, r.flop / (r.ms * 1e9), 0, "TFLOP/s");
+      if (r.ms > 0) bwd_ws(g, &r, true);
     }
   }
   for (int i = 0; i < 4; i++)
@@ -412,10 +452,9 @@ static void bench_backward(Gpu *g, bool causal, const BwdConfig *cfg) {
 
 /* TILE_BENCH_BWD_SWEEP="BM:BN:S,...": the backward (full and causal) with
  * each build of its dk/dv and dq kernels. "default": the defaults, as
- * the table's rows; "atomic": the defaults against dq accumulated by the
- * dk/dv kernel (tests/kernels/attention_bwd_atomic_dq.tile); "ws": the
- * defaults against the warp-specialized dk/dv and dq kernels of
- * tests/kernels/attention_bwd_dkdv_ws.tile. Malformed entries are skipped
+ * the table's rows (with flash_attention_bwd_ws.tile's); "atomic": the
+ * defaults against dq accumulated by the dk/dv kernel
+ * (tests/kernels/attention_bwd_atomic_dq.tile). Malformed entries are skipped
  * with a message. */
 static void bwd_sweep(Gpu *g, const char *list) {
   for (const char *at = list; *at;) {
@@ -428,8 +467,8 @@ static void bwd_sweep(Gpu *g, const char *list) {
       if (strcmp(entry, "default") == 0) { /* the kernels' own defaults, as table rows */
         bench_backward(g, false, NULL);
         bench_backward(g, true, NULL);
-      } else if (strcmp(entry, "atomic") == 0 || strcmp(entry, "ws") == 0) {
-        BwdConfig a = {.atomic_dq = entry[0] == 'a', .ws_dkdv = entry[0] == 'w'};
+      } else if (strcmp(entry, "atomic") == 0) {
+        BwdConfig a = {.atomic_dq = true};
         bench_backward(g, false, &a);
         bench_backward(g, true, &a);
       } else if (sscanf(entry, "%d:%d:%d", &bm, &bn, &st) == 3 && bm > 0 && bn > 0 && st > 0 && bm < 1000 && bn < 1000 &&

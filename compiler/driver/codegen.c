@@ -213,6 +213,11 @@ static bool assemble(tc_compilation *c, const tc_codegen_options *o) {
     report(c, "assembling PTX to a cubin failed", err);
     return false;
   }
+  if (cr.redo_error)
+    diag_warning(&c->diags, (SrcLoc){0, 0, 0},
+                 "GPU back end: nvJitLink's cubin serializes wgmma or ignores setmaxnreg, and ptxas, run to "
+                 "compile it again as a whole program, failed (the slower cubin is kept): %s",
+                 cr.redo_error);
   c->cubin = cr.data;
   c->cubin_size = cr.size;
   cr.data = NULL;
@@ -233,7 +238,7 @@ static bool generate_once(tc_compilation *c, const tc_codegen_options *o, const 
     return false;
   }
   GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name, c->diags.files,
-                     c->diags.nfiles, false};
+                     c->diags.nfiles, false, o->mbar_poll};
   LLVMContextRef ctx = LLVMContextCreate();
   StrBuf sb;
   sb_init(&sb);

@@ -133,6 +133,9 @@ typedef struct tc_codegen_options {
   /* Register spills reported by ptxas are errors (tilec -Werror=spills),
    * not warnings. */
   bool spills_are_errors;
+  /* mbarrier waits poll try_wait without its suspend-time hint (for
+   * measuring what the hint does; see docs/backend.md). */
+  bool mbar_poll;
 } tc_codegen_options;
 
 /* Registers and memory of a compiled kernel. */

@@ -267,6 +267,7 @@ void cubin_result_free(CubinResult *r) {
   if (!r) return;
   free(r->data);
   free(r->info_log);
+  free(r->redo_error);
   cubin_kernels_free(r->kernels, r->nkernels);
   *r = (CubinResult){0};
 }
@@ -1225,6 +1226,19 @@ done:
 #define SERIALIZED_BY_CALLS "(C7509)"
 #define SETMAXNREG_IGNORED "(C7504)"
 
+/* Whether nvJitLink's cubin r of ptx is worth compiling again with ptxas:
+ * its report says wgmma were serialized or setmaxnreg dropped, or it has
+ * no report for some kernel. nvJitLink can answer from its cache on disk
+ * with an empty report, and then neither the notes nor the kernels'
+ * registers and spills are known. */
+static bool needs_whole_program(const CubinResult *r, const char *ptx) {
+  if (!r->info_log) return true;
+  if (strstr(r->info_log, SERIALIZED_BY_CALLS) || strstr(r->info_log, SETMAXNREG_IGNORED)) return true;
+  int entries = 0;
+  for (const char *at = ptx; (at = strstr(at, ".entry ")); at++) entries++;
+  return r->nkernels < entries;
+}
+
 bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinResult *out,
                    char **error) {
   static const CubinOptions defaults = {.linker = CUBIN_AUTO};
@@ -1256,6 +1270,18 @@ bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinR
     ok = compile_ptxas(opts, text, n, arch, out, error) == PTXAS_OK;
     goto done;
   }
+  /* setmaxnreg only works in a whole program (see below): straight to
+   * ptxas when it is installed */
+  if (opts->linker == CUBIN_AUTO && strstr(text, "setmaxnreg")) {
+    char *ptxas_error = NULL;
+    PtxasStatus st = compile_ptxas(opts, text, n, arch, out, &ptxas_error);
+    free(ptxas_error);
+    if (st == PTXAS_OK) {
+      ok = true;
+      goto done;
+    }
+    cubin_result_free(out);
+  }
   CubinNvJitLink *lib = opts->nvjitlink;
   char *load_error = NULL;
   if (!lib) lib = cubin_nvjitlink_open(opts->cuda_home, &load_error);
@@ -1270,15 +1296,16 @@ bool cubin_compile(const CubinOptions *opts, const char *ptx, size_t len, CubinR
      * setmaxnreg (note C7504), so a warp-specialized kernel would keep
      * one register budget for all its warps. A whole-program ptxas has neither problem: auto redoes such
      * a module with ptxas when it is installed. */
-    if (ok && opts->linker == CUBIN_AUTO && out->info_log &&
-        (strstr(out->info_log, SERIALIZED_BY_CALLS) || strstr(out->info_log, SETMAXNREG_IGNORED))) {
+    if (ok && opts->linker == CUBIN_AUTO && needs_whole_program(out, text)) {
       CubinResult again = {0};
       char *ptxas_error = NULL;
       if (compile_ptxas(opts, text, n, arch, &again, &ptxas_error) == PTXAS_OK) {
         cubin_result_free(out);
         *out = again;
+        free(ptxas_error);
+      } else {
+        out->redo_error = ptxas_error ? ptxas_error : xstrndup("ptxas failed", strlen("ptxas failed"));
       }
-      free(ptxas_error);
     }
     goto done;
   }

@@ -66,6 +66,10 @@ typedef struct CubinResult {
   CubinLinker linker;  /* the one that ran: CUBIN_NVJITLINK or CUBIN_PTXAS */
   int nkernels;
   CubinKernel *kernels; /* in order of first mention in the report */
+  /* CUBIN_AUTO only: why ptxas could not redo a module whose nvJitLink
+   * cubin has serialized wgmma or dropped setmaxnreg (malloc'd; NULL when
+   * no redo was needed or it worked). The nvJitLink cubin is kept. */
+  char *redo_error;
 } CubinResult;
 
 /* A loaded libnvJitLink, owned by the caller. */

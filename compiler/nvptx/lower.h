@@ -81,6 +81,9 @@ typedef struct GpuOptions {
    * costs a register per constant): the retry for a kernel that spilled
    * (layout/exchange.h). */
   bool added_addresses;
+  /* mbarrier waits poll without try_wait's suspend-time hint
+   * (tc_codegen_options.mbar_poll). */
+  bool mbar_poll;
 } GpuOptions;
 
 /* A kernel ready to lower: its lowered IR (a copy of the tile IR, with

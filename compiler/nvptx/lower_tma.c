@@ -194,10 +194,11 @@ static void spin(Lower *L, void *p) {
   LLVMBuildBr(L->b, loop);
   LLVMPositionBuilderAtEnd(L->b, loop);
   LLVMValueRef args[2] = {c->addr, c->parity};
-  char text[160];
+  char text[160], hint[24] = "";
+  if (!L->opt->mbar_poll) snprintf(hint, sizeof hint, ", %u", MBAR_SUSPEND_HINT_NS);
   snprintf(text, sizeof text,
-           "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2, %u;\nselp.u32 $0, 1, 0, p;\n}",
-           MBAR_SUSPEND_HINT_NS);
+           "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2%s;\nselp.u32 $0, 1, 0, p;\n}",
+           hint);
   LLVMValueRef ok = llvm_asm(L, text, "=r,r,r,~{memory}", L->t_i32, args, 2, true);
   LLVMValueRef ready = LLVMBuildICmp(L->b, LLVMIntNE, ok, const_i32(L, 0), "");
   if (!start) {

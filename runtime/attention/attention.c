@@ -1,12 +1,22 @@
 /* attention.c - tile_attention.h: the training attention kernels of
- * lang/std/flash_attention_bwd.tile, embedded (meson compiles the file
- * once per head dim and mask into the att_*.h headers), picked and
- * launched per call. */
+ * lang/std/flash_attention_bwd.tile and the warp-specialized ones of
+ * flash_attention_ws.tile and flash_attention_bwd_ws.tile, embedded (meson
+ * compiles each file once per head dim and mask, and layout for the
+ * warp-specialized ones, into the att_*.h headers), picked and launched
+ * per call. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "att_bws_d128.h"
+#include "att_bws_d128_bshd.h"
+#include "att_bws_d128_causal.h"
+#include "att_bws_d128_causal_bshd.h"
+#include "att_bws_d64.h"
+#include "att_bws_d64_bshd.h"
+#include "att_bws_d64_causal.h"
+#include "att_bws_d64_causal_bshd.h"
 #include "att_d128.h"
 #include "att_d128_causal.h"
 #include "att_d64.h"
@@ -44,12 +54,22 @@ static const struct {
                       {128, false, att_d128_load},
                       {128, true, att_d128_causal_load}};
 
-/* The warp-specialized forward per spec: [0] contiguous BHSD, [1] BSHD. */
+/* The warp-specialized forward and backward per spec: [0] contiguous
+ * BHSD, [1] BSHD. */
 #define ATT_WS_LAYOUTS 2
 static const LoadFn ws_loads[ATT_SPECS][ATT_WS_LAYOUTS] = {{att_ws_d64_load, att_ws_d64_bshd_load},
                                                           {att_ws_d64_causal_load, att_ws_d64_causal_bshd_load},
                                                           {att_ws_d128_load, att_ws_d128_bshd_load},
                                                           {att_ws_d128_causal_load, att_ws_d128_causal_bshd_load}};
+static const LoadFn bws_loads[ATT_SPECS][ATT_WS_LAYOUTS] = {{att_bws_d64_load, att_bws_d64_bshd_load},
+                                                           {att_bws_d64_causal_load, att_bws_d64_causal_bshd_load},
+                                                           {att_bws_d128_load, att_bws_d128_bshd_load},
+                                                           {att_bws_d128_causal_load, att_bws_d128_causal_bshd_load}};
+/* flash_attention_bwd_ws.tile's kernels and the const giving each one's
+ * rows per program. */
+enum { B_DKDV, B_DQ, B_COUNT };
+static const char *const bws_names[B_COUNT] = {"attention_bwd_dkdv_ws", "attention_bwd_dq_ws"};
+static const char *const bws_consts[B_COUNT] = {"BLOCK_N", "BLOCK_M"};
 
 enum { K_FWD, K_PRE, K_DKDV, K_DQ, K_COUNT };
 static const char *const kernel_names[K_COUNT] = {"attention_fwd_lse", "attention_bwd_preprocess",
@@ -64,6 +84,9 @@ struct tile_attention {
   tile_module *ws_mod[ATT_SPECS][ATT_WS_LAYOUTS];
   tile_kernel *ws[ATT_SPECS][ATT_WS_LAYOUTS];
   int ws_block[ATT_SPECS][ATT_WS_LAYOUTS];
+  tile_module *bws_mod[ATT_SPECS][ATT_WS_LAYOUTS];
+  tile_kernel *bws[ATT_SPECS][ATT_WS_LAYOUTS][B_COUNT];
+  int bws_block[ATT_SPECS][ATT_WS_LAYOUTS][B_COUNT];
 };
 
 tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
@@ -87,6 +110,13 @@ tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
       a->ws_block[s][l] = st == TILE_OK ? tilert_kernel_const_int(a->ws[s][l], "BLOCK_M") : 0;
       if (st == TILE_OK && a->ws_block[s][l] <= 0)
         st = tilert_fail(TILE_ERROR_BAD_METADATA, "flash_attention_ws has no BLOCK_M");
+      if (st == TILE_OK) st = bws_loads[s][l](rt, &a->bws_mod[s][l]);
+      for (int i = 0; i < B_COUNT && st == TILE_OK; i++) {
+        st = tile_kernel_get(a->bws_mod[s][l], bws_names[i], &a->bws[s][l][i]);
+        a->bws_block[s][l][i] = st == TILE_OK ? tilert_kernel_const_int(a->bws[s][l][i], bws_consts[i]) : 0;
+        if (st == TILE_OK && a->bws_block[s][l][i] <= 0)
+          st = tilert_fail(TILE_ERROR_BAD_METADATA, "%s has no %s", bws_names[i], bws_consts[i]);
+      }
     }
   }
   if (st != TILE_OK) {
@@ -102,7 +132,7 @@ void tile_attention_destroy(tile_attention *a) {
   if (!a) return;
   for (int s = 0; s < ATT_SPECS; s++) {
     tile_module_unload(a->mod[s]);
-    for (int l = 0; l < ATT_WS_LAYOUTS; l++) tile_module_unload(a->ws_mod[s][l]);
+    for (int l = 0; l < ATT_WS_LAYOUTS; l++) tile_module_unload(a->ws_mod[s][l]), tile_module_unload(a->bws_mod[s][l]);
   }
   free(a);
 }
@@ -206,14 +236,19 @@ static int ws_layout(const tile_attention_problem *p) {
 
 /* out and lse by flash_attention_ws.tile: q, k, v as matrices of rows
  * (BHSD: rows of a head's sequence; BSHD: rows of tokens). */
+/* The descriptor of a query-side (kv false) or key/value-side tensor at
+ * ptr as the warp-specialized kernels see it in this layout. */
+static tile_tensor ws_tensor(const tile_attention_problem *p, int layout, bool kv, uint64_t ptr) {
+  int64_t b = p->batch, n = p->seqlen, d = p->head_dim, h = kv ? p->heads_kv : p->heads;
+  if (layout == 1) return (tile_tensor){ptr, 2, {b * n, h * d}, {h * d, 1}};
+  return (tile_tensor){ptr, 2, {b * h * n, d}, {d, 1}};
+}
+
 static tile_status forward_ws(const tile_attention *a, const Problem *pr, int layout, uint64_t out, uint64_t lse,
                               uint64_t q, uint64_t k, uint64_t v, tile_stream *stream) {
   const tile_attention_problem *p = &pr->p;
-  int64_t b = p->batch, n = p->seqlen, d = p->head_dim, h = p->heads, hk = p->heads_kv;
-  tile_tensor tq = {q, 2, {b * h * n, d}, {d, 1}}, tk = {k, 2, {b * hk * n, d}, {d, 1}};
-  if (layout == 1) tq = (tile_tensor){q, 2, {b * n, h * d}, {h * d, 1}}, tk = (tile_tensor){k, 2, {b * n, hk * d}, {hk * d, 1}};
-  tile_tensor tv = tk;
-  tv.ptr = v;
+  int64_t b = p->batch, n = p->seqlen, h = p->heads, hk = p->heads_kv;
+  tile_tensor tq = ws_tensor(p, layout, false, q), tk = ws_tensor(p, layout, true, k), tv = ws_tensor(p, layout, true, v);
   /* cu_q and cu_k are not read without VARLEN: lse stands in */
   tile_arg args[11] = {tile_arg_ptr(out),    tile_arg_ptr(lse),  tile_arg_tensor(&tq), tile_arg_tensor(&tk),
                        tile_arg_tensor(&tv), tile_arg_ptr(lse),  tile_arg_ptr(lse),    tile_arg_i64(n),
@@ -243,6 +278,29 @@ tile_status tile_attention_forward(tile_attention *a, const tile_attention_probl
   return launch(a, &pr, K_FWD, pr.p.heads, stream, args, 15);
 }
 
+/* dk, dv and dq by flash_attention_bwd_ws.tile, delta in the workspace. */
+static tile_status backward_ws(const tile_attention *a, const Problem *pr, int layout, uint64_t dq, uint64_t dk,
+                               uint64_t dv, uint64_t dout, uint64_t q, uint64_t k, uint64_t v, uint64_t lse,
+                               uint64_t delta, tile_stream *stream) {
+  const tile_attention_problem *p = &pr->p;
+  tile_tensor t[4] = {ws_tensor(p, layout, false, q), ws_tensor(p, layout, true, k), ws_tensor(p, layout, true, v),
+                      ws_tensor(p, layout, false, dout)};
+  tile_arg args[12] = {tile_arg_ptr(dk),        tile_arg_ptr(dv),          tile_arg_tensor(&t[0]),
+                       tile_arg_tensor(&t[1]),  tile_arg_tensor(&t[2]),    tile_arg_tensor(&t[3]),
+                       tile_arg_ptr(lse),       tile_arg_ptr(delta),       tile_arg_i64(p->seqlen),
+                       tile_arg_i64(p->heads),  tile_arg_i64(p->heads_kv), tile_arg_f32(p->sm_scale)};
+  tile_status st = TILE_OK;
+  for (int i = 0; i < B_COUNT && st == TILE_OK; i++) {
+    int block = a->bws_block[pr->spec][layout][i];
+    uint32_t grid[3] = {(uint32_t)((p->seqlen + block - 1) / block), (uint32_t)(p->batch * (i == B_DKDV ? p->heads_kv : p->heads)), 1};
+    /* dq's arguments: dq, then dk/dv's after their two outputs */
+    if (i == B_DQ) args[1] = tile_arg_ptr(dq);
+    st = tile_launch(a->bws[pr->spec][layout][i], grid, stream, i == B_DQ ? args + 1 : args, i == B_DQ ? 11 : 12);
+    if (st != TILE_OK) tilert_error_prefix("%s", bws_names[i]);
+  }
+  return st;
+}
+
 size_t tile_attention_workspace_bytes(const tile_attention_problem *p) {
   if (!p || p->batch < 1 || p->heads < 1 || p->seqlen < 1) return 0;
   return (size_t)p->batch * (size_t)p->heads * (size_t)p->seqlen * sizeof(float);
@@ -264,6 +322,8 @@ tile_status tile_attention_backward(tile_attention *a, const tile_attention_prob
   /* delta = rowsum(out * dout) into the workspace */
   tile_arg pre[8] = {tile_arg_ptr(workspace), tile_arg_ptr(out), tile_arg_ptr(dout), sc[0], sc[1], sc[4], sc[5], sc[6]};
   st = launch(a, &pr, K_PRE, pr.p.heads, stream, pre, 8);
+  int layout = ws_layout(&pr.p);
+  if (st == TILE_OK && layout >= 0) return backward_ws(a, &pr, layout, dq, dk, dv, dout, q, k, v, lse, workspace, stream);
   /* dk, dv per key block of each key/value head */
   const uint64_t kv_ptrs[8] = {dk, dv, q, k, v, dout, lse, workspace};
   for (int i = 0; i < 8; i++) args[i] = tile_arg_ptr(kv_ptrs[i]);

@@ -1,7 +1,8 @@
 /* tile_attention.h - flash attention from C, over libtile: the standard
  * library's training kernels (lang/std/flash_attention_bwd.tile) and its
- * warp-specialized forward (flash_attention_ws.tile, used when the tensors
- * are contiguous BHSD or BSHD; the strided forward otherwise), compiled
+ * warp-specialized forward and backward (flash_attention_ws.tile,
+ * flash_attention_bwd_ws.tile, used when the tensors are contiguous BHSD or
+ * BSHD; the strided kernels otherwise), compiled
  * when the library is built for every head dim and mask they offer and
  * embedded, picked per call. No launch code to write:
  *

@@ -7,8 +7,9 @@
  * inputs (tests/support/attn_ref.h), and on the smallest case the forward
  * also against the interpreter, bit for bit not required (tensor-core sums
  * in another order). Every case also runs the warp-specialized forward
- * (flash_attention_ws.tile: out and lse, the window and BSHD included) on
- * the same inputs, and runs again through tile_attention.h, checked
+ * (flash_attention_ws.tile: out and lse, the window and BSHD included) and
+ * the warp-specialized dk/dv and dq (flash_attention_bwd_ws.tile) on the
+ * same inputs, and runs again through tile_attention.h, checked
  * against the same reference. */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "tile_attention.h"
 
 #define FILE_BWD "lang/std/flash_attention_bwd.tile"
+#define FILE_BWD_WS "lang/std/flash_attention_bwd_ws.tile"
 /* bf16 tensors: the spec's bound for bf16; lse absolutely (a log2). */
 #define ATTN_BF16_TOL 1e-2
 #define ATTN_LSE_TOL 1e-2
@@ -147,6 +149,55 @@ static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf
   }
   dbuf_free(g, &out), dbuf_free(g, &lse);
   variant_free(&w);
+  return ok;
+}
+
+/* flash_attention_bwd_ws.tile (the warp-specialized dk/dv and dq) on the
+ * same inputs, lse and delta (the strided kernels' b[1] and b[9]), the
+ * descriptors as in ws_forward_matches: dq, dk, dv against the reference. */
+static bool ws_backward_matches(Gpu *g, const AttnCase *c, const DBuf *b, const AttnRefOut *ref) {
+  enum { LSE = 1, Q, K, V, DOUT, DQ, DK, DV, DELTA };
+  char dim[8], window[16];
+  snprintf(dim, sizeof dim, "%d", c->dim), snprintf(window, sizeof window, "%d", c->window);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window,
+                        "BSHD", c->bshd ? "true" : "false", NULL};
+  Variant wk, wq;
+  memset(&wq, 0, sizeof wq);
+  if (!variant_build_kernel(g, FILE_BWD_WS, "attention_bwd_dkdv_ws", defs, &wk)) return false;
+  bool ok = variant_build_kernel(g, FILE_BWD_WS, "attention_bwd_dq_ws", defs, &wq);
+  DBuf r[3];
+  memset(r, 0, sizeof r);
+  for (int i = 0; i < 3 && ok; i++) {
+    ok = dbuf_alloc(g, &r[i], b[DQ + i].name, "bf16", b[DQ + i].n);
+    if (ok) dbuf_poison(&r[i]), ok = dbuf_upload(g, &r[i]);
+  }
+  int64_t qr = (int64_t)c->batch * c->heads * c->seqlen, qc = c->dim;
+  int64_t kr = (int64_t)c->batch * c->heads_kv * c->seqlen, kc = c->dim;
+  if (c->bshd) qr = kr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim, kc = (int64_t)c->heads_kv * c->dim;
+  tile_tensor t[4] = {{b[Q].dev, 2, {qr, qc}, {qc, 1}}, {b[K].dev, 2, {kr, kc}, {kc, 1}},
+                      {b[V].dev, 2, {kr, kc}, {kc, 1}}, {b[DOUT].dev, 2, {qr, qc}, {qc, 1}}};
+  tile_arg ka[12] = {tile_arg_ptr(r[1].dev),  tile_arg_ptr(r[2].dev),  tile_arg_tensor(&t[0]),
+                     tile_arg_tensor(&t[1]),  tile_arg_tensor(&t[2]),  tile_arg_tensor(&t[3]),
+                     tile_arg_ptr(b[LSE].dev), tile_arg_ptr(b[DELTA].dev), tile_arg_i64(c->seqlen),
+                     tile_arg_i64(c->heads),  tile_arg_i64(c->heads_kv), tile_arg_f64(1.0 / sqrt((double)c->dim))};
+  tile_arg qa[11] = {tile_arg_ptr(r[0].dev)};
+  memcpy(qa + 1, ka + 2, 10 * sizeof(tile_arg));
+  uint32_t gk[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&wk, "BLOCK_N", 128)), (uint32_t)(c->batch * c->heads_kv), 1};
+  uint32_t gq[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&wq, "BLOCK_M", 128)), (uint32_t)(c->batch * c->heads), 1};
+  if (ok && (tile_launch(wk.kernel, gk, NULL, ka, 12) != TILE_OK || tile_launch(wq.kernel, gq, NULL, qa, 11) != TILE_OK ||
+             tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  flash_attention_bwd_ws launch failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  const double *want[3] = {ref->dq, ref->dk, ref->dv};
+  for (int i = 0; i < 3 && ok; i++) {
+    ok = dbuf_download(g, &r[i]);
+    double e = ok ? error_of(&r[i], want[i]) : INFINITY;
+    if (ok && !(e <= ATTN_BF16_TOL)) printf("  flash_attention_bwd_ws %s: relative error %.3g\n", r[i].name, e);
+    ok = ok && e <= ATTN_BF16_TOL;
+  }
+  for (int i = 0; i < 3; i++) dbuf_free(g, &r[i]);
+  variant_free(&wk), variant_free(&wq);
   return ok;
 }
 
@@ -310,6 +361,7 @@ static bool run_attention(Gpu *g, const AttnCase *c, uint64_t seed) {
     if (!(lse_err <= ATTN_LSE_TOL)) printf("  lse: max abs error %.3g (limit %.3g)\n", lse_err, ATTN_LSE_TOL);
     ok = ok && lse_err <= ATTN_LSE_TOL;
     if (ok) ok = ws_forward_matches(g, c, &b[Q], &b[K], &b[V], r.out, r.lse);
+    if (ok) ok = ws_backward_matches(g, c, b, &r);
     if (ok && !c->window) ok = api_matches(g, c, b, (int64_t[3]){qsb, qsh, qsn}, (int64_t[3]){ksb, ksh, ksn}, &r);
     free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
     for (int i = 0; i < 4; i++) free(in[i]);

@@ -137,6 +137,8 @@ static bool build_text(Gpu *g, const char *relpath, const char *src, size_t len,
     printf("  compiling %s failed:\n%s", relpath, tc_diagnostics(v->comp));
     return false;
   }
+  const char *warnings = tc_diagnostics(v->comp);
+  if (warnings && *warnings) printf("  %s: %s", relpath, warnings);
   size_t size;
   const void *cubin = tc_cubin(v->comp, &size);
   if (tile_module_load(g->rt, cubin, size, &v->mod) != TILE_OK ||

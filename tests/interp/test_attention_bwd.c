@@ -1,6 +1,7 @@
 /* test_attention_bwd.c - lang/std/flash_attention_bwd.tile in the
  * interpreter: the training forward (out and the log-sum-exp) and the
- * backward (delta, dk/dv, dq) against a float64 reference computed from
+ * backward (delta, dk/dv, dq; and flash_attention_bwd_ws.tile's
+ * warp-specialized dk/dv and dq) against a float64 reference computed from
  * the same rounded inputs, at sequence lengths that are not multiples of
  * the blocks, full and causal, head dims 64 and 128, grouped-query and
  * multi-query heads, BHSD and BSHD layouts. Outputs are poisoned first. */
@@ -21,7 +22,7 @@
 #define LSE_TOL 1e-3
 #define FILE_BWD "lang/std/flash_attention_bwd.tile"
 #define FILE_ATOMIC_DQ "tests/kernels/attention_bwd_atomic_dq.tile"
-#define FILE_DKDV_WS "tests/kernels/attention_bwd_dkdv_ws.tile"
+#define FILE_BWD_WS "lang/std/flash_attention_bwd_ws.tile"
 #define MAX_DEFS 16
 
 
@@ -129,21 +130,23 @@ static void check_attention(Shape s, uint64_t seed) {
   const HBuf *cb[] = {&dq2, &acc};
   harness_run(cv, (int64_t[3]){harness_cdiv((int64_t)nq, block_of(cv, "BLOCK")), 1, 1}, ca, 4, cb, 2);
 
-  /* the experiments: dk/dv and dq warp-specialized over TMA rings
-   * (contiguous BHSD, no window) */
-  bool ws = !s.bshd && s.window == 0;
+  /* flash_attention_bwd_ws.tile: dk/dv and dq warp-specialized over TMA
+   * rings, the descriptors over rows of heads (BHSD) or of tokens (BSHD) */
   HBuf dk3 = hbuf_new(s.type, nkv, "dk3"), dv3 = hbuf_new(s.type, nkv, "dv3"), dq3 = hbuf_new(s.type, nq, "dq3");
   hbuf_poison(&dk3), hbuf_poison(&dv3), hbuf_poison(&dq3);
-  if (ws) {
-    const char *wd[] = {"T", s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false", NULL};
-    tc_compilation *wk = harness_compile(FILE_DKDV_WS, "attention_bwd_dkdv_ws", wd);
+  {
+    const char *wd[] = {"T",      s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false",
+                        "WINDOW", window, "BSHD",     s.bshd ? "true" : "false", NULL};
+    tc_compilation *wk = harness_compile(FILE_BWD_WS, "attention_bwd_dkdv_ws", wd);
     int64_t qr = (int64_t)s.batch * s.heads * s.seqlen, kr = (int64_t)s.batch * s.heads_kv * s.seqlen;
+    int64_t qc = s.dim, kc = s.dim;
+    if (s.bshd) qr = kr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim, kc = (int64_t)s.heads_kv * s.dim;
     tc_arg wa[12] = {{.p = dk3.data},
                      {.p = dv3.data},
-                     {.p = q.data, .shape = {qr, s.dim}, .strides = {s.dim, 1}},
-                     {.p = k.data, .shape = {kr, s.dim}, .strides = {s.dim, 1}},
-                     {.p = v.data, .shape = {kr, s.dim}, .strides = {s.dim, 1}},
-                     {.p = dout.data, .shape = {qr, s.dim}, .strides = {s.dim, 1}},
+                     {.p = q.data, .shape = {qr, qc}, .strides = {qc, 1}},
+                     {.p = k.data, .shape = {kr, kc}, .strides = {kc, 1}},
+                     {.p = v.data, .shape = {kr, kc}, .strides = {kc, 1}},
+                     {.p = dout.data, .shape = {qr, qc}, .strides = {qc, 1}},
                      {.p = lse.data},
                      {.p = delta.data},
                      {.i = s.seqlen},
@@ -153,7 +156,7 @@ static void check_attention(Shape s, uint64_t seed) {
     const HBuf *wb[] = {&dk3, &dv3, &q, &k, &v, &dout, &lse, &delta};
     harness_run(wk, (int64_t[3]){harness_cdiv(s.seqlen, block_of(wk, "BLOCK_N")), bhk, 1}, wa, 12, wb, 8);
     tc_free(wk);
-    tc_compilation *wq = harness_compile(FILE_DKDV_WS, "attention_bwd_dq_ws", wd);
+    tc_compilation *wq = harness_compile(FILE_BWD_WS, "attention_bwd_dq_ws", wd);
     tc_arg qa3[11] = {{.p = dq3.data}};
     memcpy(qa3 + 1, wa + 2, 10 * sizeof(tc_arg));
     const HBuf *qb3[] = {&dq3, &q, &k, &v, &dout, &lse, &delta};
@@ -181,13 +184,10 @@ static void check_attention(Shape s, uint64_t seed) {
   cr_expect_lt(e_dq2, tol, "%s: dq rel error %g (atomic dq)", what, e_dq2);
   cr_expect_lt(e_dk2, tol, "%s: dk rel error %g (atomic dq)", what, e_dk2);
   cr_expect_lt(e_dv2, tol, "%s: dv rel error %g (atomic dq)", what, e_dv2);
-  if (ws) {
-    double e_dk3 = rel_error(&dk3, r.dk, nkv), e_dv3 = rel_error(&dv3, r.dv, nkv);
-    cr_expect_lt(e_dk3, tol, "%s: dk rel error %g (warp-specialized dk/dv)", what, e_dk3);
-    cr_expect_lt(e_dv3, tol, "%s: dv rel error %g (warp-specialized dk/dv)", what, e_dv3);
-    double e_dq3 = rel_error(&dq3, r.dq, nq);
-    cr_expect_lt(e_dq3, tol, "%s: dq rel error %g (warp-specialized dq)", what, e_dq3);
-  }
+  double e_dk3 = rel_error(&dk3, r.dk, nkv), e_dv3 = rel_error(&dv3, r.dv, nkv), e_dq3 = rel_error(&dq3, r.dq, nq);
+  cr_expect_lt(e_dk3, tol, "%s: dk rel error %g (warp-specialized)", what, e_dk3);
+  cr_expect_lt(e_dv3, tol, "%s: dv rel error %g (warp-specialized)", what, e_dv3);
+  cr_expect_lt(e_dq3, tol, "%s: dq rel error %g (warp-specialized)", what, e_dq3);
   double e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
   cr_expect_lt(e_lse, LSE_TOL, "%s: lse max abs error %g", what, e_lse);
@@ -207,6 +207,7 @@ Test(attention_bwd, d64_causal_odd_length_bf16) {
 Test(attention_bwd, d64_gqa4_causal_bshd) { check_attention((Shape){1, 4, 1, 80, 64, true, true, "bf16", 0}, 53); }
 Test(attention_bwd, d128_gqa2_full) { check_attention((Shape){2, 4, 2, 40, 128, false, false, "bf16", 0}, 54); }
 Test(attention_bwd, d128_causal_f32) { check_attention((Shape){1, 1, 1, 130, 128, true, false, "f32", 0}, 55); }
+Test(attention_bwd, d128_gqa2_full_bshd_batch2) { check_attention((Shape){2, 4, 2, 70, 128, false, true, "bf16", 0}, 58); }
 /* sliding windows: causal (local attention) and two-sided, a window
  * narrower than one block and one that spans several */
 Test(attention_bwd, d64_causal_window_40) { check_attention((Shape){1, 2, 1, 200, 64, true, false, "f32", 40}, 56); }

@@ -511,6 +511,25 @@ Test(codegen, shared_memory_budget_is_checked) {
   tc_free(c);
 }
 
+/* Waits carry try_wait's suspend-time hint, none with mbar_poll. */
+Test(codegen, mbar_poll_drops_the_suspend_hint) {
+  const char *src = "kernel k(d: tensor<f32, 2>, o: tensor<f32, 2>) { let t = load_block(d, [0, 0], [16, 16]);"
+                    " store_block(o, [16, 0], t * 2.0); }";
+  for (int poll = 0; poll < 2; poll++) {
+    tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+    cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+    cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .mbar_poll = poll}), "%s",
+              tc_diagnostics(c));
+    char *ptx = tc_emit(c, TC_EMIT_PTX);
+    cr_assert_not_null(ptx);
+    bool hinted = strstr(ptx, "mbarrier.try_wait.parity.shared::cta.b64 p, [%r") && strstr(ptx, ", 10000000;");
+    bool plain = strstr(ptx, "mbarrier.try_wait.parity.shared::cta.b64 p, [%r") && !strstr(ptx, ", 10000000;");
+    cr_expect(poll ? plain : hinted, "poll %d:\n%s", poll, ptx);
+    free(ptx);
+    tc_free(c);
+  }
+}
+
 Test(codegen, descriptors_become_tma_copies) {
   const char *src = "kernel k(d: tensor<f32, 2>, o: tensor<f32, 2>) { let t = load_block(d, [0, 0], [16, 16]);"
                     " store_block(o, [16, 0], t * 2.0); }";

@@ -502,6 +502,28 @@ Test(linkers, auto_prefers_nvjitlink) {
   cubin_result_free(&r);
 }
 
+/* auto compiles a module with setmaxnreg with ptxas (nvJitLink's
+ * relocatable code drops it). */
+Test(linkers, auto_takes_ptxas_for_setmaxnreg) {
+  NEED_CUDA();
+  const char *at = strstr(VADD_PTX, "\tmov.u32 %r3");
+  cr_assert_not_null(at);
+  const char *insn = "\tsetmaxnreg.inc.sync.aligned.u32 32;\n";
+  size_t head = (size_t)(at - VADD_PTX), len = strlen(VADD_PTX) + strlen(insn);
+  char *ptx = calloc(len + 1, 1);
+  cr_assert_not_null(ptx);
+  memcpy(ptx, VADD_PTX, head);
+  strcat(ptx, insn);
+  strcat(ptx, at);
+  CubinResult r;
+  char *err = NULL;
+  cr_assert(cubin_from_ptx(ptx, len, NULL, CUBIN_AUTO, &r, &err), "%s", err ? err : "");
+  check_vadd(&r, CUBIN_PTXAS);
+  cr_assert_null(r.redo_error);
+  cubin_result_free(&r);
+  free(ptx);
+}
+
 Test(linkers, agree_on_registers_and_spills) {
   NEED_CUDA();
   char *spill = spill_ptx();
