@@ -213,6 +213,43 @@ bool tc_kernel_const_int(const tc_compilation *c, int kernel, const char *name, 
   return false;
 }
 
+/* The source item of module kernel `kernel`, or NULL. */
+static const Item *kernel_item(const tc_compilation *c, int kernel) {
+  const char *name = tc_kernel_name(c, kernel);
+  for (int i = 0; name && c->prog && i < c->prog->nitems; i++) {
+    const Item *it = c->prog->items[i];
+    if (it->kind == ITEM_KERNEL && strcmp(it->name, name) == 0) return it;
+  }
+  return NULL;
+}
+
+/* The index-th @config of it, or NULL. */
+static const Annotation *item_config(const Item *it, int index) {
+  for (int i = 0; it && i < it->nannots; i++)
+    if (strcmp(it->annots[i].name, "config") == 0 && index-- == 0) return &it->annots[i];
+  return NULL;
+}
+
+int tc_kernel_config_count(const tc_compilation *c, int kernel) {
+  const Item *it = kernel_item(c, kernel);
+  if (!it) return -1;
+  int n = 0;
+  while (item_config(it, n)) n++;
+  return n;
+}
+
+int tc_kernel_config(tc_compilation *c, int kernel, int index, tc_define *out, int max) {
+  const Annotation *a = item_config(kernel_item(c, kernel), index);
+  if (!a) return -1;
+  for (int k = 0; k < a->nargs && k < max; k++) {
+    const Expr *v = a->args[k].value;
+    out[k].name = a->args[k].name;
+    out[k].value = v->kind == EX_BOOL ? (v->bval ? "true" : "false")
+                                      : arena_printf(&c->arena, "%lld", (long long)ast_config_value(v));
+  }
+  return a->nargs;
+}
+
 int tc_param_count(const tc_compilation *c, int kernel) {
   return tc_kernel_name(c, kernel) ? (int)c->module->funcs[kernel]->body.nargs : 0;
 }

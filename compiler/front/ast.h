@@ -222,5 +222,8 @@ typedef struct Program {
 
 /* Prints the tree as indented S-expressions (--emit=ast). */
 void ast_print(const Program *p, StrBuf *out);
+/* The value of an @config literal (an integer, maybe negated, or a bool:
+ * 1 or 0), as the resolver has checked it. */
+int64_t ast_config_value(const Expr *e);
 
 #endif

@@ -241,3 +241,10 @@ void ast_print(const Program *p, StrBuf *out) {
     sb_puts(out, ")\n");
   }
 }
+
+int64_t ast_config_value(const Expr *e) {
+  if (e->kind == EX_BOOL) return e->bval ? 1 : 0;
+  if (e->kind == EX_UNARY && e->unary.op == TOK_MINUS && e->unary.operand->kind == EX_INT)
+    return -(int64_t)e->unary.operand->ival;
+  return e->kind == EX_INT ? (int64_t)e->ival : 0;
+}

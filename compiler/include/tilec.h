@@ -107,6 +107,15 @@ typedef struct tc_param {
  * parameter (after defaults and -D): false if there is no such one. */
 bool tc_kernel_const_int(const tc_compilation *c, int kernel, const char *name, int64_t *value);
 
+/* A kernel's autotuning candidates, its @config annotations in source
+ * order (spec/annotations.md): how many, and the bindings of one as
+ * NAME/VALUE strings (decimal integers; true and false for bool), owned
+ * by c (made in its arena). tc_kernel_config_count returns -1 for no
+ * such kernel; tc_kernel_config returns the number of bindings, at most
+ * max of them written to out, or -1 for no such kernel or index. */
+int tc_kernel_config_count(const tc_compilation *c, int kernel);
+int tc_kernel_config(tc_compilation *c, int kernel, int index, tc_define *out, int max);
+
 /* Runtime parameters of a kernel (const parameters are specialized away). */
 int tc_param_count(const tc_compilation *c, int kernel);
 tc_param tc_param_get(const tc_compilation *c, int kernel, int index);

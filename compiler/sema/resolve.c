@@ -414,9 +414,84 @@ static const AnnotSpec annot_specs[] = {
     {"pipeline", "stages", 1, 1, ANNOT_ON_FOR},
     {"warp_specialize", "producers,consumers,producer_registers,consumer_registers", 0, 4,
      ANNOT_ON_KERNEL | ANNOT_ON_FOR},
+    /* named arguments only, checked by resolve_config; repeatable */
+    {"config", NULL, 1, 1, ANNOT_ON_KERNEL},
 };
 
 #define ANNOT_SPEC_COUNT (sizeof annot_specs / sizeof annot_specs[0])
+
+/* An integer literal, maybe negated, or true/false: the values a
+ * configuration may give. */
+static bool config_literal(const Expr *e, bool want_bool) {
+  if (want_bool) return e->kind == EX_BOOL;
+  if (e->kind == EX_UNARY && e->unary.op == TOK_MINUS) e = e->unary.operand;
+  return e->kind == EX_INT;
+}
+
+/* The const parameter of the kernel being resolved named name, or NULL. */
+static const Param *const_param(const Item *it, const char *name) {
+  for (int i = 0; it && i < it->nparams; i++)
+    if (it->params[i].is_const && strcmp(it->params[i].name, name) == 0) return &it->params[i];
+  return NULL;
+}
+
+/* @config(NAME = VALUE, ...): one autotuning candidate of the kernel
+ * (spec/annotations.md): each argument names an integer or bool const
+ * parameter, once, with a literal of its type. Two @config with the same
+ * bindings are an error too. */
+static void resolve_config(Resolver *r, Annotation *a, const Annotation *all, int index) {
+  const Item *it = r->item;
+  for (int k = 0; k < a->nargs; k++) {
+    const Arg *g = &a->args[k];
+    if (!g->name) {
+      diag_error(r->diags, g->value->loc, "'@config' takes named arguments only (NAME = VALUE, for const parameters)");
+      return;
+    }
+    const Param *p = const_param(it, g->name);
+    if (!p) {
+      diag_error(r->diags, g->name_loc, "'@config' names '%s', which is not a const parameter of kernel '%s'", g->name,
+                 it ? it->name : "?");
+      suggest(r, g->name, SUGGEST_VALUE, g->name_loc);
+      return;
+    }
+    ScalarKind sk = p->type && p->type->kind == TE_NAMED && !p->type->ndims
+                        ? scalar_from_name(p->type->name, strlen(p->type->name))
+                        : SK_VOID;
+    bool is_bool = sk == SK_I1;
+    if (!is_bool && !scalar_is_int(sk)) {
+      diag_error(r->diags, g->name_loc, "'@config' cannot set '%s': only integer and bool const parameters are tuned",
+                 g->name);
+      return;
+    }
+    if (!config_literal(g->value, is_bool)) {
+      diag_error(r->diags, g->value->loc, "the value of '%s' in '@config' must be %s", g->name,
+                 is_bool ? "true or false" : "an integer literal");
+      return;
+    }
+    for (int j = 0; j < k; j++)
+      if (strcmp(a->args[j].name, g->name) == 0) {
+        diag_error(r->diags, g->name_loc, "argument '%s' of '@config' is given twice", g->name);
+        return;
+      }
+  }
+  /* the same bindings as an earlier @config (in any order) */
+  for (int i = 0; i < index; i++) {
+    const Annotation *b = &all[i];
+    if (strcmp(b->name, "config") != 0 || b->nargs != a->nargs) continue;
+    bool same = true;
+    for (int k = 0; k < a->nargs && same; k++) {
+      bool found = false;
+      for (int j = 0; j < b->nargs && !found; j++)
+        found = b->args[j].name && strcmp(b->args[j].name, a->args[k].name) == 0 &&
+                ast_config_value(b->args[j].value) == ast_config_value(a->args[k].value);
+      same = found;
+    }
+    if (same) {
+      diag_error(r->diags, a->loc, "this '@config' repeats the one at line %d", b->loc.line);
+      return;
+    }
+  }
+}
 
 static void resolve_annotations(Resolver *r, Annotation *a, int n, unsigned where, const char *construct) {
   /* Which annotations were seen already: one flag per kind keeps the
@@ -435,6 +510,12 @@ static void resolve_annotations(Resolver *r, Annotation *a, int n, unsigned wher
                  spec->where == ANNOT_ON_KERNEL ? "kernels"
                  : spec->where == ANNOT_ON_FOR  ? "for loops"
                                                 : "kernels and for loops");
+      continue;
+    }
+    if (!spec->params) {
+      for (int k = 0; k < a[i].nargs; k++) resolve_expr(r, a[i].args[k].value);
+      if (a[i].nargs == 0) diag_error(r->diags, a[i].loc, "'@config' needs at least one NAME = VALUE");
+      else resolve_config(r, &a[i], a, i);
       continue;
     }
     if (seen[spec - annot_specs]) diag_error(r->diags, a[i].loc, "'@%s' is given twice", a[i].name);

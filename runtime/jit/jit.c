@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "jit_build_id.h"
+#include "jit_files.h"
 #include "sha256.h"
 
 /* An entry file: this magic, the key, the cubin's size and checksum
@@ -25,7 +26,6 @@
 /* A cubin above this is not cached on disk (nor read back): far beyond any
  * kernel the compiler makes, it bounds what a damaged file can allocate. */
 #define ENTRY_MAX_CUBIN_BYTES ((uint64_t)256 << 20)
-#define ENTRY_SUFFIX ".cubin"
 /* Trimming stops at this share of the size limit, so that a cache at its
  * limit is not trimmed again at every store. */
 #define TRIM_TARGET_PERCENT 90
@@ -188,7 +188,7 @@ static uint64_t get_u64(const uint8_t *p) {
 static bool entry_path(const tile_jit *j, const uint8_t key[SHA256_BYTES], char *out, size_t size) {
   char hex[2 * SHA256_BYTES + 1];
   for (int i = 0; i < SHA256_BYTES; i++) snprintf(hex + 2 * i, 3, "%02x", key[i]);
-  int n = snprintf(out, size, "%s/%s%s", j->dir, hex, ENTRY_SUFFIX);
+  int n = snprintf(out, size, "%s/%s%s", j->dir, hex, JIT_ENTRY_SUFFIX);
   return n > 0 && (size_t)n < size;
 }
 
@@ -260,7 +260,7 @@ static void *read_entry(const tile_jit *j, const uint8_t key[SHA256_BYTES], size
 }
 
 typedef struct DirEntry {
-  char name[2 * SHA256_BYTES + sizeof ENTRY_SUFFIX];
+  char name[2 * SHA256_BYTES + sizeof JIT_ENTRY_SUFFIX];
   uint64_t bytes;
   struct timespec mtime;
 } DirEntry;
@@ -272,7 +272,20 @@ static int older_first(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-/* The cache's entries (malloc'd, *n of them; NULL when there are none or
+/* Whether a directory entry's name is one of the cache's files: a key in
+ * hex and a suffix of jit_files.h. */
+static bool is_cache_file(const char *name, size_t len) {
+  static const char *const suffixes[] = {JIT_ENTRY_SUFFIX, JIT_TUNE_SUFFIX};
+  for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+    size_t slen = strlen(suffixes[i]);
+    if (len == 2 * SHA256_BYTES + slen && strcmp(name + len - slen, suffixes[i]) == 0 &&
+        strspn(name, "0123456789abcdef") == 2 * SHA256_BYTES)
+      return true;
+  }
+  return false;
+}
+
+/* The cache's files, cubins and tuning choices (malloc'd, *n of them; NULL when there are none or
  * the directory cannot be read), with their sizes and times. */
 static DirEntry *list_entries(const tile_jit *j, size_t *n) {
   *n = 0;
@@ -280,10 +293,9 @@ static DirEntry *list_entries(const tile_jit *j, size_t *n) {
   if (!d) return NULL;
   DirEntry *list = NULL;
   size_t cap = 0;
-  size_t slen = strlen(ENTRY_SUFFIX);
   for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
-    if (len != 2 * SHA256_BYTES + slen || strcmp(e->d_name + len - slen, ENTRY_SUFFIX)) continue;
+    if (!is_cache_file(e->d_name, len)) continue;
     char path[JIT_PATH_MAX];
     struct stat st;
     if (snprintf(path, sizeof path, "%s/%s", j->dir, e->d_name) >= (int)sizeof path || stat(path, &st) != 0) continue;

@@ -116,8 +116,71 @@ tile_status tile_jit_cubin(tile_jit *jit, const tile_jit_source *src, const void
 tile_status tile_jit_load(tile_jit *jit, tile_runtime *rt, const tile_jit_source *src, tile_module **module,
                           tile_kernel **kernel);
 
-/* Removes every entry of the on-disk cache (the files tile_jit stores;
- * nothing else in the directory), and says how many in *removed (may be
+/* ---- autotuning ----
+ *
+ * tile_jit_autotune compiles a kernel once per candidate configuration
+ * (const values: the kernel's @config annotations, or the caller's list),
+ * times each with CUDA events through the caller's launch function, and
+ * returns the fastest, loaded. The choice is stored in the cache
+ * directory, keyed by the kernel, the caller's key string, the GPU (name,
+ * SM count, driver) and every candidate's configuration and cubin (so a
+ * change of compiler, source, imports, options or candidates makes a new
+ * key); a later call with the same key, in any process, reads it and
+ * times nothing (from_cache). Candidates that do not compile or whose
+ * launch fails are reported in the rows and not chosen. */
+
+/* Candidates per tuning (the rows of a result). */
+#define TILE_JIT_TUNE_MAX_CONFIGS 64
+/* A candidate written as text, "NAME=VALUE,NAME=VALUE" (with its NUL). */
+#define TILE_JIT_CONFIG_CHARS 256
+/* Launches before timing, and timed launches (the median is kept), when
+ * the options give 0. */
+#define TILE_JIT_TUNE_WARMUP 3
+#define TILE_JIT_TUNE_REPS 10
+
+/* Launches kernel once on stream, compiled with the candidate's const
+ * values config[0..nconfig) (for the grid: tile sizes are usually among
+ * them). */
+typedef tile_status (*tile_jit_launch_fn)(void *user, tile_kernel *kernel, const tc_define *config, int nconfig,
+                                          tile_stream *stream);
+
+typedef struct tile_jit_tune {
+  /* What else selects a configuration, e.g. the problem's sizes
+   * ("seqlen=16384,heads=16"); NULL: "". */
+  const char *key;
+  /* Candidates as "NAME=VALUE,..." strings; NULL: the kernel's @config
+   * list (an error if it has none). They override src's defines. */
+  const char *const *configs;
+  int nconfigs;
+  tile_jit_launch_fn launch; /* required */
+  void *user;
+  tile_stream *stream; /* NULL: the default stream */
+  int warmup, reps;    /* 0: TILE_JIT_TUNE_WARMUP, TILE_JIT_TUNE_REPS */
+  bool retune;         /* time again even when a choice is stored */
+} tile_jit_tune;
+
+typedef struct tile_jit_tune_row {
+  char config[TILE_JIT_CONFIG_CHARS];
+  double ms;          /* median; -1 when not timed */
+  tile_status status; /* TILE_OK, or why it was not timed */
+} tile_jit_tune_row;
+
+typedef struct tile_jit_tune_result {
+  int chosen;      /* index into rows */
+  bool from_cache; /* a stored choice: nothing was timed (rows' ms are -1) */
+  int nrows;
+  tile_jit_tune_row rows[TILE_JIT_TUNE_MAX_CONFIGS];
+  tile_module *module; /* the chosen build, loaded: the caller's to unload */
+  tile_kernel *kernel;
+} tile_jit_tune_result;
+
+/* src->kernel is required. Fails when no candidate compiles and runs
+ * (the message has each one's error). */
+tile_status tile_jit_autotune(tile_jit *jit, tile_runtime *rt, const tile_jit_source *src, const tile_jit_tune *tune,
+                              tile_jit_tune_result *out);
+
+/* Removes every entry of the on-disk cache (the files tile_jit stores,
+ * cubins and tuning choices; nothing else in the directory), and says how many in *removed (may be
  * NULL). The in-memory cache stays: cubins handed out remain valid, and
  * this jit still returns them (TILE_JIT_MEMORY); a new tile_jit compiles
  * again. Without a disk cache it removes nothing. */

@@ -496,6 +496,7 @@ int gpu_attention_tests(Gpu *g, const char *only);
 int gpu_mlp_tests(Gpu *g, const char *only);
 int gpu_paged_tests(Gpu *g, const char *only);
 int gpu_jit_tests(Gpu *g, const char *only);
+int gpu_tune_tests(Gpu *g, const char *only);
 int gpu_debug_tests(Gpu *g, const char *only);
 
 int gpu_tests_main(int argc, char **argv, const char *source_root) {
@@ -520,6 +521,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
   gpu_mlp_tests(&g, only);
   gpu_paged_tests(&g, only);
   gpu_jit_tests(&g, only);
+  gpu_tune_tests(&g, only);
   gpu_debug_tests(&g, only);
   gpu_gemm_tests(&g, only); /* last: its ping-pong cases, in the barrier debug mode */
   printf("%d passed, %d failed\n", g.passed, g.failed);

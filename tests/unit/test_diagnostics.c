@@ -227,6 +227,24 @@ static const DiagCase cases[] = {
      "t.tile:1:14: error: '@warps' cannot be applied to for loops; it applies to kernels"},
     {"@warps on a helper", SRC("@warps(4) fn f() { }\nkernel k() { }"), NULL, NULL,
      "t.tile:1:1: error: '@warps' cannot be applied to functions; it applies to kernels"},
+    {"@config without bindings", SRC("@config() kernel k(const B: i32 = 1) { }"), NULL, NULL,
+     "t.tile:1:1: error: '@config' needs at least one NAME = VALUE"},
+    {"@config with a positional argument", SRC("@config(4) kernel k(const B: i32 = 1) { }"), NULL, NULL,
+     "t.tile:1:9: error: '@config' takes named arguments only (NAME = VALUE, for const parameters)"},
+    {"@config naming no const parameter", SRC("@config(C = 4) kernel k(const B: i32 = 1) { }"), NULL, NULL,
+     "t.tile:1:9: error: '@config' names 'C', which is not a const parameter of kernel 'k'"},
+    {"@config setting a type", SRC("@config(T = 4) kernel k(const T: type = f32) { }"), NULL, NULL,
+     "t.tile:1:9: error: '@config' cannot set 'T': only integer and bool const parameters are tuned"},
+    {"@config with a computed value", SRC("@config(B = 2 * 2) kernel k(const B: i32 = 1) { }"), NULL, NULL,
+     "t.tile:1:15: error: the value of 'B' in '@config' must be an integer literal"},
+    {"@config with an integer for a bool", SRC("@config(F = 1) kernel k(const F: bool = false) { }"), NULL, NULL,
+     "t.tile:1:13: error: the value of 'F' in '@config' must be true or false"},
+    {"@config repeated", SRC("@config(A = 1, B = 2)\n@config(B = 2, A = 1) kernel k(const A: i32 = 0, const B: i32 = 0) { }"),
+     NULL, NULL, "t.tile:2:1: error: this '@config' repeats the one at line 1"},
+    {"@config on a for loop", SRC("kernel k(const B: i32 = 1) { @config(B = 2) for i in range(4) { } }"), NULL, NULL,
+     "t.tile:1:30: error: '@config' cannot be applied to for loops; it applies to kernels"},
+    {"@config on a helper", SRC("@config(B = 2) fn f(const B: i32 = 1) { }\nkernel k() { }"), NULL, NULL,
+     "t.tile:1:1: error: '@config' cannot be applied to functions; it applies to kernels"},
     {"@pipeline on a while loop", SRC("kernel k() { var z = 1; @pipeline(stages = 2) while z > 0 { z -= 1; } }"), NULL,
      NULL, "t.tile:1:25: error: '@pipeline' cannot be applied to while loops; it applies to for loops"},
     {"@pipeline(stages = 0)", SRC("kernel k() { @pipeline(stages = 0) for i in range(4) { } }"), NULL, NULL,
@@ -812,5 +830,33 @@ Test(diagnostics, masks_that_cannot_be_false) {
   cr_expect_gt(tc_error_count(c), 0);
   cr_expect(strstr(tc_diagnostics(c), "so it checks nothing; drop it or compare with the bound that was meant [-Werror]"),
             "%s", tc_diagnostics(c));
+  tc_free(c);
+}
+
+/* ---- @config lists read back through the API ----------------------------- */
+
+Test(diagnostics, config_lists_read_back_in_source_order) {
+  static const char src[] = "@config(BLOCK = 256, FAST = true)\n"
+                            "@config(BLOCK = -8, FAST = false)\n"
+                            "kernel a(const BLOCK: i32 = 64, const FAST: bool = false) { }\n"
+                            "kernel b(const N: i32 = 1) { }\n";
+  tc_options o = {0};
+  tc_compilation *c = tc_compile("t.tile", src, sizeof src - 1, &o);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  int ka = tc_kernel_find(c, "a"), kb = tc_kernel_find(c, "b");
+  cr_assert(ka >= 0 && kb >= 0);
+  cr_expect_eq(tc_kernel_config_count(c, ka), 2);
+  cr_expect_eq(tc_kernel_config_count(c, kb), 0);
+  cr_expect_eq(tc_kernel_config_count(c, 99), -1);
+  tc_define d[2];
+  cr_assert_eq(tc_kernel_config(c, ka, 0, d, 2), 2);
+  cr_expect_str_eq(d[0].name, "BLOCK");
+  cr_expect_str_eq(d[0].value, "256");
+  cr_expect_str_eq(d[1].name, "FAST");
+  cr_expect_str_eq(d[1].value, "true");
+  cr_assert_eq(tc_kernel_config(c, ka, 1, d, 1), 2, "the count, though only one fits");
+  cr_expect_str_eq(d[0].value, "-8");
+  cr_expect_eq(tc_kernel_config(c, ka, 2, d, 2), -1);
+  cr_expect_eq(tc_kernel_config(c, kb, 0, d, 2), -1);
   tc_free(c);
 }

@@ -126,6 +126,14 @@ Test(jit, clear_removes_the_disk_entries) {
   cr_assert(f);
   fputs("not an entry\n", f);
   fclose(f);
+  char tune[160], lookalike[160];
+  snprintf(tune, sizeof tune, "%s/%064d.tune", dir, 7); /* a stored tuning choice */
+  snprintf(lookalike, sizeof lookalike, "%s/%064d.tunes", dir, 7);
+  cr_assert((f = fopen(tune, "w")));
+  fputs("tile-tune 1\nBLOCK=256\n", f);
+  fclose(f);
+  cr_assert((f = fopen(lookalike, "w")));
+  fclose(f);
   tile_jit *j = make_jit(dir);
   tile_jit_source s1 = scale_src("512"); /* scale_src's defines are static: one source at a time */
   const void *a;
@@ -137,9 +145,11 @@ Test(jit, clear_removes_the_disk_entries) {
   cr_expect_eq(count_entries(dir, NULL, NULL), 2);
   int removed = -1;
   cr_expect_eq(tile_jit_clear(j, &removed), TILE_OK);
-  cr_expect_eq(removed, 2);
+  cr_expect_eq(removed, 3, "two cubins and a tuning choice");
   cr_expect_eq(count_entries(dir, NULL, NULL), 0);
+  cr_expect_neq(access(tune, F_OK), 0, "the tuning choice is removed");
   cr_expect_eq(access(other, F_OK), 0, "a file that is not an entry stays");
+  cr_expect_eq(access(lookalike, F_OK), 0, "a name that only resembles an entry stays");
   cr_assert_eq(tile_jit_cubin(j, &s1, &a, &na, &o), TILE_OK);
   cr_expect_eq(o, TILE_JIT_MEMORY);
   tile_jit_destroy(j);
@@ -449,4 +459,67 @@ Test(jit, sha256_matches_the_standard_vectors) {
     for (int k = 0; k < SHA256_BYTES; k++) snprintf(hex + 2 * k, 3, "%02x", out[k]);
     cr_expect_str_eq(hex, v[i].hex, "vector %zu", i);
   }
+}
+
+/* ---- autotuning: what is checked before anything runs on a GPU ---- */
+
+static tile_status no_launch(void *user, tile_kernel *k, const tc_define *config, int n, tile_stream *s) {
+  (void)user, (void)k, (void)config, (void)n, (void)s;
+  return TILE_OK;
+}
+
+/* Runs tile_jit_autotune without a runtime: every error it finds before
+ * it needs the GPU. */
+static tile_status tune_no_gpu(tile_jit *j, const tile_jit_source *src, const char *const *configs, int n) {
+  tile_jit_tune t = {.configs = configs, .nconfigs = n, .launch = no_launch};
+  tile_jit_tune_result r;
+  return tile_jit_autotune(j, NULL, src, &t, &r);
+}
+
+Test(jit, autotune_checks_its_configurations) {
+  if (!have_toolkit()) cr_skip_test("no CUDA toolkit");
+  char dir[64];
+  temp_dir(dir, sizeof dir);
+  tile_jit *j = make_jit(dir);
+  tile_jit_source src = scale_src("256");
+  /* the kernel has no @config and none are given */
+  cr_expect_eq(tune_no_gpu(j, &src, NULL, 0), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "declares no @config"), "%s", tile_last_error());
+  const char *bad[] = {"BLOCK", "BLOCK=", "=4", "", "BLOCK=128,,K=2"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_expect_eq(tune_no_gpu(j, &src, &bad[i], 1), TILE_ERROR_INVALID_ARGUMENT, "'%s'", bad[i]);
+    cr_expect(strstr(tile_last_error(), "configuration"), "'%s': %s", bad[i], tile_last_error());
+  }
+  const char *good[] = {"BLOCK=128", " BLOCK = 512 , K = 4 "};
+  /* well-formed: then the missing runtime is the error */
+  cr_expect_eq(tune_no_gpu(j, &src, good, 2), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "rt is required"), "%s", tile_last_error());
+  cr_expect_eq(tune_no_gpu(j, &src, good, -1), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect_eq(tune_no_gpu(j, &src, good, TILE_JIT_TUNE_MAX_CONFIGS + 1), TILE_ERROR_INVALID_ARGUMENT);
+  tile_jit_tune t = {.configs = good, .nconfigs = 2}; /* no launch function */
+  tile_jit_tune_result r;
+  cr_expect_eq(tile_jit_autotune(j, NULL, &src, &t, &r), TILE_ERROR_INVALID_ARGUMENT);
+  tile_jit_destroy(j);
+  remove_dir(dir);
+}
+
+Test(jit, autotune_reads_the_kernels_config_list) {
+  if (!have_toolkit()) cr_skip_test("no CUDA toolkit");
+  static const char *const TUNED = "@config(BLOCK = 128)\n@config(BLOCK = 512, K = 4)\n"
+                                   "kernel scale(x: *f32, n: i32, const BLOCK: i32 = 256, const K: i32 = 2) {\n"
+                                   "  let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+                                   "  store(x + i, load(x + i, i < n, 0.0) * (K as f32), i < n);\n"
+                                   "}\n";
+  char dir[64];
+  temp_dir(dir, sizeof dir);
+  tile_jit *j = make_jit(dir);
+  tile_jit_source src = {.filename = "tuned.tile", .source = TUNED, .len = strlen(TUNED), .kernel = "scale"};
+  /* the list is read (and is well-formed): the runtime is what is missing */
+  cr_expect_eq(tune_no_gpu(j, &src, NULL, 0), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "rt is required"), "%s", tile_last_error());
+  tile_jit_source missing = src;
+  missing.kernel = "nope";
+  cr_expect_neq(tune_no_gpu(j, &missing, NULL, 0), TILE_OK);
+  tile_jit_destroy(j);
+  remove_dir(dir);
 }

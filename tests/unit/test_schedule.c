@@ -472,13 +472,13 @@ Test(budget, tma_rings_over_227_kib_fail_with_the_bytes_buffers_and_knobs) {
   char *d = generate_fails("lang/std/gemm_tma.tile", (const char *[]){"BLOCK_N", "256", "STAGES", "6", NULL});
   char want[256];
   snprintf(want, sizeof want,
-           "lang/std/gemm_tma.tile:18:1: error: GPU back end: kernel 'gemm_tma' needs %d bytes of shared memory; "
+           "lang/std/gemm_tma.tile:22:1: error: GPU back end: kernel 'gemm_tma' needs %d bytes of shared memory; "
            "a block has at most 232448. Buffers in use at the peak: ",
            SWIZZLE_REPEAT_BYTES + STAGES * (BM * BK + BK * BN) * BF16_BYTES);
   cr_expect(strstr(d, want), "want '%s' in:\n%s", want, d);
-  /* the load_block of A (line 39) and of B (line 45) */
-  cr_expect(strstr(d, "a ring of 6 x bf16[128, 64] for 39:22 (98304 bytes)"), "%s", d);
-  cr_expect(strstr(d, "a ring of 6 x bf16[64, 256] for 45:22 (196608 bytes)"), "the larger ring, too:\n%s", d);
+  /* the load_block of A (line 43) and of B (line 49) */
+  cr_expect(strstr(d, "a ring of 6 x bf16[128, 64] for 43:22 (98304 bytes)"), "%s", d);
+  cr_expect(strstr(d, "a ring of 6 x bf16[64, 256] for 49:22 (196608 bytes)"), "the larger ring, too:\n%s", d);
   cr_expect(strstr(d, "(196608 bytes). Use fewer @pipeline stages or smaller blocks (BLOCK_M, BLOCK_N, BLOCK_K)\n"),
             "%s", d);
   free(d);
@@ -491,9 +491,9 @@ Test(budget, cp_async_rings_over_227_kib_fail) {
   snprintf(want, sizeof want, "kernel 'gemm' needs %d bytes of shared memory; a block has at most 232448.",
            STAGES * (BM * BK + BK * BN) * BF16_BYTES);
   cr_expect(strstr(d, want), "want '%s' in:\n%s", want, d);
-  /* the loads of A (line 52) and B (line 60) */
-  cr_expect(strstr(d, "a ring of 5 x bf16[128, 64] for 52:22 (81920 bytes)"), "%s", d);
-  cr_expect(strstr(d, "a ring of 5 x bf16[64, 256] for 60:22 (163840 bytes)"), "%s", d);
+  /* the loads of A (line 56) and B (line 64) */
+  cr_expect(strstr(d, "a ring of 5 x bf16[128, 64] for 56:22 (81920 bytes)"), "%s", d);
+  cr_expect(strstr(d, "a ring of 5 x bf16[64, 256] for 64:22 (163840 bytes)"), "%s", d);
   cr_expect(strstr(d, "Use fewer @pipeline stages or smaller blocks (BLOCK_M, BLOCK_N, BLOCK_K)"), "%s", d);
   free(d);
   /* One stage fewer fits: 4 x 48 KiB = 196608 bytes. */
