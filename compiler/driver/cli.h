@@ -11,7 +11,7 @@
 #include "tilec.h"
 
 /* Exit codes of tilec. */
-enum { EXIT_OK = 0, EXIT_SOURCE_ERROR = 1, EXIT_USAGE = 2 };
+enum { EXIT_OK = 0, EXIT_SOURCE_ERROR = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 3 /* tilec tune */ };
 
 /* Most -D and --arg options on one command line. */
 #define CLI_MAX_DEFINES 256
@@ -61,5 +61,9 @@ void cli_print_diagnostics(FILE *f, const char *text, bool color);
 
 /* `tilec run ...`: argv[0] is "run". Returns the exit code. */
 int cli_run(int argc, char **argv);
+
+/* `tilec tune ...`: argv[0] is "tune" (tune.c; tune_none.c in a build
+ * without the GPU back end). Returns the exit code. */
+int cli_tune(int argc, char **argv);
 
 #endif

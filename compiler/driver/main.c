@@ -1,9 +1,11 @@
 /* main.c - tilec, the command-line driver: a thin layer over the compiler
  * library (tilec.h). It parses options, reads the file, compiles, prints
  * diagnostics and writes what --emit asked for. `tilec run` (run.c) runs a
- * kernel in the interpreter.
+ * kernel in the interpreter; `tilec tune` (tune.c) times a kernel's
+ * configurations on the GPU.
  *
- * Exit status: 0 success, 1 errors in the source, 2 bad usage.
+ * Exit status: 0 success, 1 errors in the source, 2 bad usage (3: tilec
+ * tune found no GPU).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +19,8 @@
 static const char usage_text[] =
     "usage: tilec FILE.tile [options]        check and compile kernels\n"
     "       tilec run FILE.tile [options]    run a kernel in the interpreter (tilec run --help)\n"
+    "       tilec tune FILE.tile [options]   time a kernel's configurations on the GPU, keep the\n"
+    "                                        fastest (tilec tune --help)\n"
     "\n"
     "options:\n"
     "  -k, --kernel NAME      only this kernel (default: every kernel in the file)\n"
@@ -466,6 +470,7 @@ static int compile_file(const Options *o) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "run")) return cli_run(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "tune")) return cli_tune(argc - 1, argv + 1);
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc < 0) rc = compile_file(&o);

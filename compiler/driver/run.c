@@ -37,15 +37,37 @@ static const char run_usage[] =
     "                     also those whose results are unused)\n"
     "Prints one summary line per buffer (min, max, mean, NaN count).\n";
 
-const char *run_usage_text(void) { return run_usage; }
+static const char tune_usage[] =
+    "usage: tilec tune FILE.tile -k KERNEL --grid X[,Y[,Z]] [--arg NAME=VALUE]... [options]\n"
+    "\n"
+    "Compiles the kernel once per candidate configuration (its @config list, or --config),\n"
+    "times each on the GPU with CUDA events (the median of --reps launches after --warmup)\n"
+    "on buffers made as tilec run makes them, prints the table and stores the fastest in\n"
+    "the JIT cache, where later tunings with the same key (here or through tile_jit_autotune)\n"
+    "find it and time nothing.\n"
+    "  --grid X[,Y[,Z]]   each size an expression of integers, names (the candidate's integer\n"
+    "                     const parameters, the integer scalar --args, num_sms: the GPU's SM\n"
+    "                     count), + - * / %% ( ), cdiv(a, b), min(a, b), max(a, b); e.g.\n"
+    "                     --grid 'min(cdiv(m, BLOCK_M) * cdiv(n, BLOCK_N), num_sms)'\n"
+    "  --arg NAME=VALUE   as for tilec run; buffers are copied to the GPU, descriptors are\n"
+    "                     row-major tensors of their shape (rand:8192x4096)\n"
+    "options:\n"
+    "  --config A=1,B=2   a candidate (repeatable; instead of the kernel's @config list)\n"
+    "  --key TEXT         what the stored choice is for (default: the --grid, --arg and -D texts)\n"
+    "  --retune           time the candidates even when a choice is stored\n"
+    "  --defaults         also time the kernel with its const parameters' own values\n"
+    "  --cache DIR        the JIT cache (default: $TILE_CACHE_DIR, else ~/.cache/tile)\n"
+    "  --warmup N         launches before timing each candidate (default 3)\n"
+    "  --reps N           timed launches of each candidate (default 10)\n"
+    "  -D NAME=VALUE      const parameter value for every candidate (repeatable)\n"
+    "  -I DIR             look for imported files in DIR too (repeatable)\n"
+    "  --seed N           seed for rand: buffers (default 1)\n"
+    "  -O0                skip the IR optimization passes\n"
+    "Exit status: 0 a configuration was chosen, 1 errors in the source or none compiled and\n"
+    "ran, 2 bad usage, 3 no GPU (or its driver) to run on.\n";
 
-typedef struct Buffer {
-  void *data;
-  size_t bytes;
-  int64_t n;
-  int64_t shape[RUN_MAX_RANK];
-  int rank;
-} Buffer;
+const char *run_usage_text(void) { return run_usage; }
+const char *tune_usage_text(void) { return tune_usage; }
 
 static int run_usage_error(const char *msg, const char *arg) {
   fprintf(stderr, "tilec run: ");
@@ -108,8 +130,9 @@ static bool parse_grid(const char *s, int64_t grid[3]) {
 }
 
 static bool option_takes_value(const char *a) {
-  static const char *const with_value[] = {"-k",     "--kernel", "--grid", "--arg",       "--seed",
-                                           "--dump", "-D",       "--max-steps", "--timeout", "-I"};
+  static const char *const with_value[] = {"-k",     "--kernel", "--grid",      "--arg",     "--seed",   "--dump",
+                                           "-D",     "--max-steps", "--timeout", "-I",     "--config", "--key",
+                                           "--cache", "--warmup", "--reps"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (!strcmp(a, with_value[i])) return true;
   return false;
@@ -124,10 +147,52 @@ static bool arg_given(const RunOptions *o, const char *name, size_t len) {
 
 /* One option a (with its value v, if it takes one). Arguments quoted in
  * messages are cut when long (diag_quote). */
+/* --warmup and --reps: 0 (warmup only) to RUN_MAX_TUNE_LAUNCHES. */
+static bool parse_launches(const char *s, bool zero_ok, int *out) {
+  uint64_t v;
+  if (!parse_u64(s, &v) || v > RUN_MAX_TUNE_LAUNCHES || (v == 0 && !zero_ok)) return false;
+  *out = (int)v;
+  return true;
+}
+
+/* The options only `tilec tune` takes, and those it does not. */
+static bool tune_only(const char *a) {
+  static const char *const only[] = {"--config", "--key", "--cache", "--warmup", "--reps", "--retune", "--defaults"};
+  for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
+    if (!strcmp(a, only[i])) return true;
+  return false;
+}
+
+static bool run_only(const char *a) { return !strcmp(a, "--dump") || !strcmp(a, "--max-steps") || !strcmp(a, "--timeout"); }
+
+/* `tilec tune`'s own options. */
+static RunParse parse_tune_option(const char *a, const char *v, RunOptions *o, char *msg, size_t size) {
+  char q[DIAG_QUOTE_BUF];
+  if (!strcmp(a, "--config")) {
+    if (o->nconfigs == RUN_MAX_CONFIGS) return parse_error(msg, size, "more than %d --config options", RUN_MAX_CONFIGS);
+    o->configs[o->nconfigs++] = v;
+  } else if (!strcmp(a, "--key")) o->key = v;
+  else if (!strcmp(a, "--cache")) o->cache_dir = v;
+  else if (!strcmp(a, "--retune")) o->retune = true;
+  else if (!strcmp(a, "--defaults")) o->time_defaults = true;
+  else if (!strcmp(a, "--warmup") && !parse_launches(v, true, &o->warmup))
+    return parse_error(msg, size, "--warmup needs 0 to %d launches, got '%s'", RUN_MAX_TUNE_LAUNCHES, diag_quote(q, v));
+  else if (!strcmp(a, "--reps") && !parse_launches(v, false, &o->reps))
+    return parse_error(msg, size, "--reps needs 1 to %d launches, got '%s'", RUN_MAX_TUNE_LAUNCHES, diag_quote(q, v));
+  return RUN_PARSE_OK;
+}
+
 static RunParse parse_option(const char *a, const char *v, RunOptions *o, char *msg, size_t size) {
   char q[DIAG_QUOTE_BUF];
+  if (o->tune ? run_only(a) : tune_only(a))
+    return parse_error(msg, size, "'%s' is an option of tilec %s, not of tilec %s", a, o->tune ? "run" : "tune",
+                       o->tune ? "tune" : "run");
+  if (tune_only(a)) return parse_tune_option(a, v, o, msg, size);
   if (!strcmp(a, "-k") || !strcmp(a, "--kernel")) o->kernel = v;
-  else if (!strcmp(a, "--grid")) {
+  else if (!strcmp(a, "--grid") && o->tune) {
+    if (!*v) return parse_error(msg, size, "--grid needs X[,Y[,Z]], got ''");
+    o->grid_text = v;
+  } else if (!strcmp(a, "--grid")) {
     if (!parse_grid(v, o->grid))
       return parse_error(msg, size, "--grid needs X[,Y[,Z]] with positive sizes, got '%s'", diag_quote(q, v));
   } else if (!strcmp(a, "--seed")) {
@@ -188,7 +253,7 @@ RunParse run_parse_options(int argc, char **argv, RunOptions *o, char *msg, size
     if (r != RUN_PARSE_OK) return r;
   }
   if (!o->file) return parse_error(msg, size, "no input file");
-  if (!o->grid[0]) return parse_error(msg, size, "--grid is required");
+  if (o->tune ? !o->grid_text : !o->grid[0]) return parse_error(msg, size, "--grid is required");
   return RUN_PARSE_OK;
 }
 
@@ -264,6 +329,157 @@ bool run_row_major_strides(const int64_t *shape, int rank, int64_t *strides) {
   return true;
 }
 
+/* ---- --grid expressions of tilec tune --------------------------------------- */
+
+/* Deepest nesting of parentheses and unary minus a --grid expression may
+ * have: far more than a grid needs, and a bound on the evaluator's
+ * recursion. */
+#define GRID_MAX_DEPTH 64
+
+typedef struct GridParser {
+  const char *text, *at;
+  RunGridLookup lookup;
+  void *user;
+  bool check_only, failed;
+  int depth;
+  char *msg;
+  size_t size;
+} GridParser;
+
+static int64_t grid_fail(GridParser *g, const char *what) {
+  if (!g->failed && g->size) {
+    char q[DIAG_QUOTE_BUF];
+    if (*g->at) snprintf(g->msg, g->size, "--grid '%s': %s at offset %d", diag_quote(q, g->text), what, (int)(g->at - g->text));
+    else snprintf(g->msg, g->size, "--grid '%s': %s at the end", diag_quote(q, g->text), what);
+  }
+  g->failed = true;
+  return 1;
+}
+
+static void grid_blanks(GridParser *g) {
+  while (*g->at == ' ' || *g->at == '\t') g->at++;
+}
+
+static bool grid_take(GridParser *g, char c) {
+  grid_blanks(g);
+  if (*g->at != c) return false;
+  g->at++;
+  return true;
+}
+
+/* A value error (overflow, division by zero), reported unless only the
+ * text is checked. */
+static int64_t grid_value_error(GridParser *g, const char *what) { return g->check_only ? 1 : grid_fail(g, what); }
+
+static int64_t grid_sum(GridParser *g);
+
+/* cdiv, min or max of two arguments. */
+static int64_t grid_call(GridParser *g, const char *name, size_t len) {
+  int64_t a = grid_sum(g);
+  if (!grid_take(g, ',')) return grid_fail(g, "expected ',' between the two arguments");
+  int64_t b = grid_sum(g);
+  if (!grid_take(g, ')')) return grid_fail(g, "expected ')'");
+  if (len == 3 && !strncmp(name, "min", 3)) return a < b ? a : b;
+  if (len == 3) return a > b ? a : b;
+  if (b <= 0) return grid_value_error(g, "cdiv by a value below 1");
+  int64_t r;
+  if (__builtin_add_overflow(a, b - 1, &r)) return grid_value_error(g, "overflow");
+  return a >= 0 ? r / b : a / b;
+}
+
+static int64_t grid_primary(GridParser *g) {
+  grid_blanks(g);
+  if (++g->depth > GRID_MAX_DEPTH) return grid_fail(g, "nested too deeply");
+  int64_t v = 1;
+  const char *p = g->at;
+  if (*p == '-') {
+    g->at++;
+    v = grid_primary(g);
+    if (v == INT64_MIN) v = grid_value_error(g, "overflow");
+    else v = -v;
+  } else if (*p == '(') {
+    g->at++;
+    v = grid_sum(g);
+    if (!grid_take(g, ')')) v = grid_fail(g, "expected ')'");
+  } else if (*p >= '0' && *p <= '9') {
+    errno = 0;
+    char *end;
+    long long n = strtoll(p, &end, 10);
+    if (errno) v = grid_fail(g, "number out of range");
+    else v = n, g->at = end;
+  } else if (*p == '_' || isalpha((unsigned char)*p)) {
+    while (*g->at == '_' || isalnum((unsigned char)*g->at)) g->at++;
+    size_t len = (size_t)(g->at - p);
+    bool fn = (len == 4 && !strncmp(p, "cdiv", 4)) || (len == 3 && (!strncmp(p, "min", 3) || !strncmp(p, "max", 3)));
+    if (fn && grid_take(g, '(')) {
+      v = grid_call(g, p, len);
+    } else if (!g->lookup(g->user, p, len, &v)) {
+      char what[RUN_MESSAGE_BYTES / 2];
+      snprintf(what, sizeof what, "unknown name '%.*s' (names are the kernel's integer const parameters, its integer "
+               "scalar --args and num_sms)", (int)(len < 64 ? len : 64), p);
+      g->at = p;
+      v = grid_fail(g, what);
+    }
+  } else {
+    v = grid_fail(g, "expected a number, a name or '('");
+  }
+  g->depth--;
+  return v;
+}
+
+static int64_t grid_product(GridParser *g) {
+  int64_t v = grid_primary(g);
+  for (;;) {
+    grid_blanks(g);
+    char op = *g->at;
+    if (g->failed || (op != '*' && op != '/' && op != '%')) return v;
+    g->at++;
+    int64_t r = grid_primary(g);
+    if (op == '*') {
+      if (__builtin_mul_overflow(v, r, &v)) v = grid_value_error(g, "overflow");
+    } else if (r == 0 || (r == -1 && v == INT64_MIN)) {
+      v = grid_value_error(g, r ? "overflow" : "division by zero");
+    } else {
+      v = op == '/' ? v / r : v % r;
+    }
+  }
+}
+
+static int64_t grid_sum(GridParser *g) {
+  int64_t v = grid_product(g);
+  for (;;) {
+    grid_blanks(g);
+    char op = *g->at;
+    if (g->failed || (op != '+' && op != '-')) return v;
+    g->at++;
+    int64_t r = grid_product(g);
+    if (op == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v))
+      v = grid_value_error(g, "overflow");
+  }
+}
+
+bool run_eval_grid(const char *text, RunGridLookup lookup, void *user, bool check_only, int64_t grid[3], char *msg,
+                   size_t size) {
+  GridParser g = {.text = text, .at = text, .lookup = lookup, .user = user, .check_only = check_only, .msg = msg,
+                  .size = size};
+  if (size) msg[0] = '\0';
+  grid[0] = grid[1] = grid[2] = 1;
+  for (int i = 0; i < 3 && !g.failed; i++) {
+    grid[i] = grid_sum(&g);
+    if (!g.failed && !check_only && (grid[i] < 1 || grid[i] > (INT64_C(1) << 31) - 1)) {
+      char what[96];
+      snprintf(what, sizeof what, "size %d is %lld (a grid size is 1 to 2^31 - 1)", i + 1, (long long)grid[i]);
+      grid_fail(&g, what);
+    }
+    if (g.failed) break;
+    grid_blanks(&g);
+    if (!*g.at) return true;
+    if (!grid_take(&g, ',')) grid_fail(&g, "expected ',' or the end");
+    else if (i == 2) grid_fail(&g, "more than three sizes");
+  }
+  return false;
+}
+
 /* splitmix64: a small, good, seedable generator for test inputs. */
 static uint64_t next_random(uint64_t *state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -275,7 +491,7 @@ static uint64_t next_random(uint64_t *state) {
 /* A file: buffer. With a shape the file must hold exactly that many
  * elements (*size_error then says so: an error of its own, the reading
  * errors are printed by cli_read_file). */
-static bool read_buffer_file(const RunBufferSpec *bs, const tc_param *p, Buffer *b, bool *size_error) {
+static bool read_buffer_file(const RunBufferSpec *bs, const tc_param *p, RunBuffer *b, bool *size_error) {
   size_t len;
   char *data = cli_read_file(bs->path, &len);
   if (!data) return false;
@@ -296,7 +512,7 @@ static bool read_buffer_file(const RunBufferSpec *bs, const tc_param *p, Buffer 
   return true;
 }
 
-static bool fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, Buffer *b, bool *size_error) {
+bool run_fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, RunBuffer *b, bool *size_error) {
   RunBufferSpec bs;
   if (!run_parse_buffer_spec(spec, &bs)) return false;
   if (bs.fill == RUN_FILL_FILE) return read_buffer_file(&bs, p, b, size_error);
@@ -355,7 +571,7 @@ bool run_parse_scalar(const char *spec, const tc_param *p, tc_arg *a) {
 
 /* ---- running --------------------------------------------------------------- */
 
-static void summarize(const char *name, const tc_param *p, const Buffer *b) {
+static void summarize(const char *name, const tc_param *p, const RunBuffer *b) {
   ScalarKind k = scalar_from_name(p->elem, strlen(p->elem));
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   int64_t nans = 0;
@@ -375,7 +591,7 @@ static void summarize(const char *name, const tc_param *p, const Buffer *b) {
          counted ? mx : 0, counted ? sum / (double)counted : 0, (long long)nans);
 }
 
-static bool dump_buffer(const char *dir, const char *name, const Buffer *b) {
+static bool dump_buffer(const char *dir, const char *name, const RunBuffer *b) {
   mkdir(dir, 0777);
   size_t len = strlen(dir) + strlen(name) + 8;
   char *path = malloc(len);
@@ -393,7 +609,7 @@ static bool dump_buffer(const char *dir, const char *name, const Buffer *b) {
   return ok;
 }
 
-static const char *find_arg(const RunOptions *o, const char *name) {
+const char *run_find_arg(const RunOptions *o, const char *name) {
   for (int i = 0; i < o->nargs; i++)
     if (!strcmp(o->args[i].name, name)) return o->args[i].spec;
   return NULL;
@@ -404,7 +620,7 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
   int n = tc_param_count(c, k);
   if (n > RUN_MAX_PARAMS) return run_usage_error("kernels with more than 64 parameters are not supported%s", "");
   tc_arg args[RUN_MAX_PARAMS] = {0};
-  Buffer bufs[RUN_MAX_PARAMS] = {0};
+  RunBuffer bufs[RUN_MAX_PARAMS] = {0};
   tc_buffer tb[RUN_MAX_PARAMS];
   int nbufs = 0, rc = EXIT_OK;
   bool failed_run = false;
@@ -417,12 +633,12 @@ static int run_kernel(const RunOptions *o, tc_compilation *c, int k) {
   }
   for (int i = 0; i < n && rc == EXIT_OK; i++) {
     tc_param p = tc_param_get(c, k, i);
-    const char *spec = find_arg(o, p.name);
+    const char *spec = run_find_arg(o, p.name);
     if (!spec) {
       rc = run_usage_error("missing --arg for parameter '%s'", p.name);
     } else if (p.kind == TC_PARAM_PTR || p.kind == TC_PARAM_DESC) {
       bool size_error = false;
-      if (!fill_buffer(spec, &p, &rng, &bufs[i], &size_error) ||
+      if (!run_fill_buffer(spec, &p, &rng, &bufs[i], &size_error) ||
           (p.kind == TC_PARAM_DESC && bufs[i].rank != p.desc_rank)) {
         rc = size_error ? EXIT_USAGE
                         : run_usage_error("bad buffer for '%s' (expected rand:N, zeros:N, range:N, file:PATH or "

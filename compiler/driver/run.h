@@ -35,9 +35,27 @@ typedef struct RunArg {
   const char *spec; /* points into argv */
 } RunArg;
 
+/* Most --config options of `tilec tune` (TILE_JIT_TUNE_MAX_CONFIGS of
+ * runtime/jit/tile_jit.h, which this header does not include). */
+#define RUN_MAX_CONFIGS 64
+
+/* Most timed launches per candidate `tilec tune` takes (--warmup, --reps):
+ * a thousand launches of a second-long kernel are a quarter of an hour. */
+#define RUN_MAX_TUNE_LAUNCHES 1000
+
 typedef struct RunOptions {
   const char *file, *kernel, *dump;
   int64_t grid[3];
+  /* `tilec tune` (set before parsing): --grid is kept as text, an
+   * expression per axis (run_eval_grid), and the tuning options are
+   * accepted; --dump, --max-steps and --timeout are not. */
+  bool tune;
+  const char *grid_text;
+  const char *configs[RUN_MAX_CONFIGS]; /* --config, pointing into argv */
+  int nconfigs;
+  const char *key, *cache_dir;
+  bool retune, time_defaults;
+  int warmup, reps; /* 0: the tuner's defaults */
   uint64_t seed, max_steps; /* max_steps 0: the interpreter's default */
   double timeout_seconds;   /* 0: no time limit */
   bool no_opt;
@@ -62,8 +80,26 @@ typedef enum RunParse {
 RunParse run_parse_options(int argc, char **argv, RunOptions *o, char *msg, size_t msg_size);
 void run_options_free(RunOptions *o);
 
-/* The usage text of `tilec run --help`. */
+/* The text of the --arg named name, or NULL. */
+const char *run_find_arg(const RunOptions *o, const char *name);
+
+/* The usage texts of `tilec run --help` and `tilec tune --help`. */
 const char *run_usage_text(void);
+const char *tune_usage_text(void);
+
+/* Looks up a name of a --grid expression (len bytes at name, not
+ * NUL-terminated) for `tilec tune`; false if there is no such name. */
+typedef bool (*RunGridLookup)(void *user, const char *name, size_t len, int64_t *value);
+
+/* Evaluates `tilec tune`'s --grid text: one to three expressions separated
+ * by commas, each of decimal integers, names (lookup), + - * / % (integer
+ * division, rounding toward zero), unary -, parentheses, and cdiv(a, b),
+ * min(a, b), max(a, b). With check_only, only the text and its names are
+ * checked (the values may be placeholders): no division by zero, overflow
+ * or size out of range is reported. Otherwise each size must be 1 to
+ * 2^31 - 1. On failure, writes why to msg (msg_size > 0). */
+bool run_eval_grid(const char *text, RunGridLookup lookup, void *user, bool check_only, int64_t grid[3], char *msg,
+                   size_t msg_size);
 
 /* Longest SHAPE text of file:SHAPE:PATH looked at: four sizes of 2^40
  * (13 digits each) and their separators. */
@@ -84,6 +120,21 @@ typedef struct RunBufferSpec {
 } RunBufferSpec;
 
 bool run_parse_buffer_spec(const char *spec, RunBufferSpec *out);
+
+/* A buffer made from its --arg text, in host memory (data malloc'd). */
+typedef struct RunBuffer {
+  void *data;
+  size_t bytes;
+  int64_t n;
+  int64_t shape[RUN_MAX_RANK];
+  int rank;
+} RunBuffer;
+
+/* Makes parameter p's buffer from spec (rand: draws from *rng). False on a
+ * malformed spec, when memory runs out or when a file cannot be read
+ * (printed), or, with *size_error set, when a file does not hold its
+ * shape's elements (printed). */
+bool run_fill_buffer(const char *spec, const tc_param *p, uint64_t *rng, RunBuffer *b, bool *size_error);
 
 /* The value of a scalar parameter p (TC_PARAM_INT, _FLOAT or _BOOL) from
  * its --arg text, into a->i or a->f; false if the text is not a number of

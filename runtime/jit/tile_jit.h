@@ -120,7 +120,8 @@ tile_status tile_jit_load(tile_jit *jit, tile_runtime *rt, const tile_jit_source
  *
  * tile_jit_autotune compiles a kernel once per candidate configuration
  * (const values: the kernel's @config annotations, or the caller's list),
- * times each with CUDA events through the caller's launch function, and
+ * times each with CUDA events through the caller's launch function (the
+ * candidates taking turns, one launch each per round: tile_jit_time), and
  * returns the fastest, loaded. The choice is stored in the cache
  * directory, keyed by the kernel, the caller's key string, the GPU (name,
  * SM count, driver) and every candidate's configuration and cubin (so a
@@ -159,10 +160,14 @@ typedef struct tile_jit_tune {
   bool retune;         /* time again even when a choice is stored */
 } tile_jit_tune;
 
+/* The part of a candidate's error message a row keeps (with its NUL). */
+#define TILE_JIT_TUNE_ERROR_CHARS 256
+
 typedef struct tile_jit_tune_row {
   char config[TILE_JIT_CONFIG_CHARS];
   double ms;          /* median; -1 when not timed */
   tile_status status; /* TILE_OK, or why it was not timed */
+  char error[TILE_JIT_TUNE_ERROR_CHARS]; /* "" when timed; else the message's first line, cut to fit */
 } tile_jit_tune_row;
 
 typedef struct tile_jit_tune_result {
@@ -178,6 +183,18 @@ typedef struct tile_jit_tune_result {
  * (the message has each one's error). */
 tile_status tile_jit_autotune(tile_jit *jit, tile_runtime *rt, const tile_jit_source *src, const tile_jit_tune *tune,
                               tile_jit_tune_result *out);
+
+/* Times kernels[0..n) as tile_jit_autotune times its candidates: each
+ * gets tune's warmup launches through its launch function (with
+ * configs[i], nconfigs[i] bindings, passed on), then tune's reps rounds in
+ * which the kernels take turns, each launched once between two events on
+ * tune's stream and waited for, so that a drift of the GPU's clocks
+ * (boost at first, power limits later) weighs on all alike; the median of
+ * each in ms[i]. For baselines beside a tuning: the kernel built with its
+ * defaults, another implementation. Fails with the first failing
+ * kernel's status (the message is the last failure's). */
+tile_status tile_jit_time(tile_runtime *rt, const tile_jit_tune *tune, int n, tile_kernel *const *kernels,
+                          const tc_define *const *configs, const int *nconfigs, double *ms);
 
 /* Removes every entry of the on-disk cache (the files tile_jit stores,
  * cubins and tuning choices; nothing else in the directory), and says how many in *removed (may be

@@ -110,33 +110,68 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Times one loaded candidate: warmup launches, then reps launches each
- * between two events; the median in *ms. */
-static tile_status time_candidate(tile_runtime *rt, const tile_jit_tune *t, tile_kernel *k, const Candidate *c,
-                                  double *ms) {
+/* The first line of the last error, cut to fit a row. */
+static void first_line(char *out, size_t size) {
+  const char *m = tile_last_error();
+  snprintf(out, size, "%.*s", (int)strcspn(m, "\n"), m);
+}
+
+/* Times kernels[0..n) taking turns (tile_jit_time): st[i] says whether
+ * kernel i ran, and rows[i].error (rows may be NULL) why not; one that
+ * fails is left out of later rounds. */
+static void time_rounds(tile_runtime *rt, const tile_jit_tune *t, int n, tile_kernel *const *k,
+                        const tc_define *const *config, const int *nconfig, double *ms, tile_status *st,
+                        tile_jit_tune_row *const *rows) {
   int warmup = t->warmup > 0 ? t->warmup : TILE_JIT_TUNE_WARMUP, reps = t->reps > 0 ? t->reps : TILE_JIT_TUNE_REPS;
   tile_event *e0 = NULL, *e1 = NULL;
-  double *x = calloc((size_t)reps, sizeof *x);
-  tile_status st = x ? tile_event_create(rt, &e0) : TILE_ERROR_OUT_OF_MEMORY;
-  if (st == TILE_OK) st = tile_event_create(rt, &e1);
-  for (int i = 0; i < warmup && st == TILE_OK; i++) st = t->launch(t->user, k, c->defs, c->ndefs, t->stream);
-  for (int i = 0; i < reps && st == TILE_OK; i++) {
-    float f = 0;
-    st = tile_event_record(e0, t->stream);
-    if (st == TILE_OK) st = t->launch(t->user, k, c->defs, c->ndefs, t->stream);
-    if (st == TILE_OK) st = tile_event_record(e1, t->stream);
-    if (st == TILE_OK) st = tile_event_synchronize(e1);
-    if (st == TILE_OK) st = tile_event_elapsed_ms(e0, e1, &f);
-    x[i] = f;
+  double *x = calloc((size_t)reps * (size_t)n, sizeof *x);
+  tile_status common = x ? tile_event_create(rt, &e0) : TILE_ERROR_OUT_OF_MEMORY;
+  if (common == TILE_OK) common = tile_event_create(rt, &e1);
+  for (int i = 0; i < n; i++) {
+    st[i] = common;
+    ms[i] = -1;
+    for (int w = 0; w < warmup && st[i] == TILE_OK; w++) st[i] = t->launch(t->user, k[i], config[i], nconfig[i], t->stream);
+    if (st[i] != TILE_OK && rows) first_line(rows[i]->error, sizeof rows[i]->error);
   }
-  if (st == TILE_OK) {
-    qsort(x, (size_t)reps, sizeof *x, cmp_double);
-    *ms = x[reps / 2];
+  for (int r = 0; r < reps; r++) {
+    for (int i = 0; i < n; i++) {
+      if (st[i] != TILE_OK) continue;
+      float f = 0;
+      st[i] = tile_event_record(e0, t->stream);
+      if (st[i] == TILE_OK) st[i] = t->launch(t->user, k[i], config[i], nconfig[i], t->stream);
+      if (st[i] == TILE_OK) st[i] = tile_event_record(e1, t->stream);
+      if (st[i] == TILE_OK) st[i] = tile_event_synchronize(e1);
+      if (st[i] == TILE_OK) st[i] = tile_event_elapsed_ms(e0, e1, &f);
+      x[(size_t)i * (size_t)reps + (size_t)r] = f;
+      if (st[i] != TILE_OK && rows) first_line(rows[i]->error, sizeof rows[i]->error);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (st[i] != TILE_OK) continue;
+    double *xi = x + (size_t)i * (size_t)reps;
+    qsort(xi, (size_t)reps, sizeof *xi, cmp_double);
+    ms[i] = xi[reps / 2];
   }
   if (e0) tile_event_destroy(e0);
   if (e1) tile_event_destroy(e1);
   free(x);
-  return st;
+}
+
+tile_status tile_jit_time(tile_runtime *rt, const tile_jit_tune *t, int n, tile_kernel *const *kernels,
+                          const tc_define *const *configs, const int *nconfigs, double *ms) {
+  if (!rt || !t || !t->launch || n < 1 || n > TILE_JIT_TUNE_MAX_CONFIGS || !kernels || !configs || !nconfigs || !ms)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "tile_jit_time: rt, tune (with launch), 1 to %d kernels, their configurations and ms are required",
+                       TILE_JIT_TUNE_MAX_CONFIGS);
+  for (int i = 0; i < n; i++)
+    if (!kernels[i] || nconfigs[i] < 0 || (nconfigs[i] > 0 && !configs[i]))
+      return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_jit_time: kernel %d is NULL or has a bad configuration", i);
+  tile_status st[TILE_JIT_TUNE_MAX_CONFIGS];
+  time_rounds(rt, t, n, kernels, configs, nconfigs, ms, st, NULL);
+  /* (the message is the last failure's) */
+  for (int i = 0; i < n; i++)
+    if (st[i] != TILE_OK) return st[i]; /* with the failing call's message */
+  return TILE_OK;
 }
 
 /* The stored choice's path for this tuning: a SHA-256 over the kernel,
@@ -150,9 +185,13 @@ static bool choice_path(tile_jit *j, tile_runtime *rt, const tile_jit_source *sr
   Sha256 h;
   sha256_init(&h);
   char line[512];
-  int len = snprintf(line, sizeof line, "tile-tune key 1\n%s\n%s\n%s\nsm %d driver %d\n", src->kernel,
-                     t->key ? t->key : "", p.name, p.sm_count, p.driver_version);
-  sha256_update(&h, line, (size_t)len);
+  /* the kernel's name and the key in full, each with its NUL (a line of
+   * fixed size would cut long keys, and two of them would then collide) */
+  sha256_update(&h, "tile-tune key 2", 16);
+  sha256_update(&h, src->kernel, strlen(src->kernel) + 1);
+  sha256_update(&h, t->key ? t->key : "", strlen(t->key ? t->key : "") + 1);
+  int len = snprintf(line, sizeof line, "%s\nsm %d driver %d\n", p.name, p.sm_count, p.driver_version);
+  sha256_update(&h, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
   for (int i = 0; i < n; i++) {
     sha256_update(&h, cands[i].text, strlen(cands[i].text) + 1);
     uint8_t c[SHA256_BYTES];
@@ -198,6 +237,22 @@ static void store_choice(const char *dir, const char *path, const char *config) 
   bool ok = n > 0 && write(fd, text, (size_t)n) == (ssize_t)n;
   ok = close(fd) == 0 && ok;
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* A candidate that failed: the first line of the message in its row, and
+ * the whole message in the tuning's error text (if it has room). */
+static void row_error(tile_jit_tune_row *row, char *errors, size_t *elen) {
+  const char *m = tile_last_error();
+  first_line(row->error, sizeof row->error);
+  if (errors && *elen < TUNE_ERROR_CHARS)
+    *elen += (size_t)snprintf(errors + *elen, TUNE_ERROR_CHARS - *elen, "\n  %s: %s", row->config, m);
+}
+
+/* A candidate whose timing failed: its row's message (time_rounds put it
+ * there) in the tuning's error text. */
+static void timing_error(const tile_jit_tune_row *row, char *errors, size_t *elen) {
+  if (errors && *elen < TUNE_ERROR_CHARS)
+    *elen += (size_t)snprintf(errors + *elen, TUNE_ERROR_CHARS - *elen, "\n  %s: %s", row->config, row->error);
 }
 
 tile_status tile_jit_autotune(tile_jit *j, tile_runtime *rt, const tile_jit_source *src, const tile_jit_tune *t,
@@ -247,8 +302,7 @@ tile_status tile_jit_autotune(tile_jit *j, tile_runtime *rt, const tile_jit_sour
     tile_jit_source s = *src;
     s.defines = d, s.ndefines = nd;
     out->rows[i].status = tile_jit_cubin(j, &s, &cubins[i], &sizes[i], NULL);
-    if (out->rows[i].status != TILE_OK && errors && elen < TUNE_ERROR_CHARS)
-      elen += (size_t)snprintf(errors + elen, TUNE_ERROR_CHARS - elen, "\n  %s: %s", cands[i].text, tile_last_error());
+    if (out->rows[i].status != TILE_OK) row_error(&out->rows[i], errors, &elen);
   }
   char path[TUNE_PATH_MAX];
   bool stored = choice_path(j, rt, src, t, cands, cubins, sizes, n, path, sizeof path);
@@ -257,20 +311,36 @@ tile_status tile_jit_autotune(tile_jit *j, tile_runtime *rt, const tile_jit_sour
     out->from_cache = true;
   } else {
     chosen = -1;
+    /* every candidate that compiled, loaded, then timed taking turns */
+    tile_module *mods[TILE_JIT_TUNE_MAX_CONFIGS] = {0};
+    tile_kernel *ks[TILE_JIT_TUNE_MAX_CONFIGS];
+    const tc_define *defs[TILE_JIT_TUNE_MAX_CONFIGS];
+    int ndefs[TILE_JIT_TUNE_MAX_CONFIGS], which[TILE_JIT_TUNE_MAX_CONFIGS], live = 0;
     for (int i = 0; i < n; i++) {
       if (out->rows[i].status != TILE_OK) continue;
-      tile_module *m = NULL;
-      tile_kernel *k = NULL;
-      tile_status s = tile_module_load(rt, cubins[i], sizes[i], &m);
-      if (s == TILE_OK) s = tile_kernel_get(m, src->kernel, &k);
-      if (s == TILE_OK) s = time_candidate(rt, t, k, &cands[i], &out->rows[i].ms);
-      if (s != TILE_OK && errors && elen < TUNE_ERROR_CHARS)
-        elen += (size_t)snprintf(errors + elen, TUNE_ERROR_CHARS - elen, "\n  %s: %s", cands[i].text, tile_last_error());
+      tile_status s = tile_module_load(rt, cubins[i], sizes[i], &mods[i]);
+      if (s == TILE_OK) s = tile_kernel_get(mods[i], src->kernel, &ks[live]);
       out->rows[i].status = s;
-      if (s != TILE_OK) out->rows[i].ms = -1;
-      if (m) tile_module_unload(m);
-      if (s == TILE_OK && (chosen < 0 || out->rows[i].ms < out->rows[chosen].ms)) chosen = i;
+      if (s != TILE_OK) {
+        row_error(&out->rows[i], errors, &elen);
+        continue;
+      }
+      defs[live] = cands[i].defs, ndefs[live] = cands[i].ndefs, which[live++] = i;
     }
+    double ms[TILE_JIT_TUNE_MAX_CONFIGS];
+    tile_status ts[TILE_JIT_TUNE_MAX_CONFIGS];
+    tile_jit_tune_row *rows[TILE_JIT_TUNE_MAX_CONFIGS];
+    for (int l = 0; l < live; l++) rows[l] = &out->rows[which[l]];
+    if (live) time_rounds(rt, t, live, ks, defs, ndefs, ms, ts, rows);
+    for (int l = 0; l < live; l++) {
+      tile_jit_tune_row *row = rows[l];
+      row->status = ts[l];
+      row->ms = ts[l] == TILE_OK ? ms[l] : -1;
+      if (ts[l] != TILE_OK) timing_error(row, errors, &elen);
+      else if (chosen < 0 || row->ms < out->rows[chosen].ms) chosen = which[l];
+    }
+    for (int i = 0; i < n; i++)
+      if (mods[i]) tile_module_unload(mods[i]);
     if (chosen >= 0 && stored) store_choice(tile_jit_cache_dir(j), path, cands[chosen].text);
   }
   if (chosen < 0) {

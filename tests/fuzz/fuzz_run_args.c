@@ -1,11 +1,13 @@
-/* fuzz_run_args.c - libFuzzer target over the command line of `tilec run`
- * (compiler/driver/run.c, through run.h): the input is split at newlines
- * into an argument vector after "run" and parsed as tilec run parses it,
- * without compiling or running anything; then every --arg value is read
- * as each kind of buffer and scalar a kernel parameter can have, and the
- * strides of every buffer shape are computed. Nothing is allocated for a
- * buffer and no file is read. Any crash, sanitizer report, leak or timeout
- * is a bug; usage errors are expected. */
+/* fuzz_run_args.c - libFuzzer target over the command lines of `tilec run`
+ * and `tilec tune` (compiler/driver/run.c, through run.h): the input is
+ * split at newlines into an argument vector after "run" and parsed as
+ * tilec run parses it (or, when the first byte is odd, as tilec tune
+ * does), without compiling or running anything; then every --arg value is
+ * read as each kind of buffer and scalar a kernel parameter can have, the
+ * strides of every buffer shape are computed, and a tune --grid text is
+ * evaluated (fully and check-only) with names of up to three characters
+ * known. Nothing is allocated for a buffer and no file is read. Any crash,
+ * sanitizer report, leak or timeout is a bug; usage errors are expected. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,26 @@ static void check_values(const RunOptions *o) {
   }
 }
 
+/* Names of one to three characters have values (some large, to reach
+ * the overflow checks); others are unknown. */
+static bool fuzz_lookup(void *user, const char *name, size_t len, int64_t *value) {
+  (void)user;
+  if (len > 3) return false;
+  *value = len == 3 ? INT64_MAX / 3 : (int64_t)(unsigned char)name[0] * (int64_t)len;
+  return true;
+}
+
+static void check_grid(const char *text) {
+  int64_t g[3];
+  char msg[RUN_MESSAGE_BYTES];
+  bool full = run_eval_grid(text, fuzz_lookup, NULL, false, g, msg, sizeof msg);
+  if (full && (g[0] < 1 || g[1] < 1 || g[2] < 1 || g[0] > INT32_MAX || g[1] > INT32_MAX || g[2] > INT32_MAX))
+    abort(); /* an accepted grid is in range */
+  if (!full && strlen(msg) >= sizeof msg) abort();
+  /* what a full evaluation accepts, the check of the text accepts */
+  if (!run_eval_grid(text, fuzz_lookup, NULL, true, g, msg, sizeof msg) && full) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = malloc(size + 1);
   char **argv = malloc(sizeof *argv * (FUZZ_MAX_ARGV + 2));
@@ -60,10 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   argv[argc] = NULL;
   RunOptions *o = calloc(1, sizeof *o);
   if (!o) abort();
+  o->tune = size > 0 && (data[0] & 1);
   char msg[RUN_MESSAGE_BYTES];
   RunParse r = run_parse_options(argc, argv, o, msg, sizeof msg);
   if (r == RUN_PARSE_USAGE && strlen(msg) >= sizeof msg) abort();
   check_values(o);
+  if (o->grid_text) check_grid(o->grid_text);
   run_options_free(o);
   free(o);
   free(argv);

@@ -1,13 +1,13 @@
 #!/bin/sh
-# lang/man/tilec.1 names every option that `tilec --help` and
-# `tilec run --help` list, and is well-formed roff (groff, where present,
-# reports no warnings).
+# lang/man/tilec.1 names every option that `tilec --help`,
+# `tilec run --help` and `tilec tune --help` list, and is well-formed roff
+# (groff, where present, reports no warnings).
 #   check_man.sh TILEC SOURCE_DIR
 set -eu
 tilec=$1 man=$2/lang/man/tilec.1
 # the page's text with roff's escapes taken out: \- is -, \fB... fonts
 text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\&//g' "$man")
-help=$("$tilec" --help; "$tilec" run --help)
+help=$("$tilec" --help; "$tilec" run --help; "$tilec" tune --help)
 # each option line's first option, and the long form after "-k, "
 opts=$( { echo "$help" | sed -n 's/^  *\(-[-A-Za-z0-9][-A-Za-z0-9]*=*\).*/\1/p'
           echo "$help" | sed -n 's/^  *-[a-z], \(--[-a-z]*\).*/\1/p'; } | sort -u)

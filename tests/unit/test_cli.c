@@ -1064,3 +1064,107 @@ Test(cli, run_file_buffers_over_1_gib_are_refused_without_reading_them) {
   cr_expect(starts_with(r.err, want), "stderr:\n%s", r.err);
   result_free(&r);
 }
+
+/* ---- tilec tune -------------------------------------------------------------
+ * Everything up to the GPU: the options, the candidates, the front end and
+ * the --grid expressions are checked before a runtime is made, so these
+ * run without one. (The GPU suite tunes for real: tests/gpu.) */
+
+static const char tune_src[] = "@config(BLOCK = 32)\n"
+                               "@config(BLOCK = 128)\n"
+                               "kernel add(z: *f32, x: *f32, y: *f32, n: i32, const BLOCK: i32 = 64) {\n"
+                               "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+                               "    let m = i < n;\n"
+                               "    store(z + i, load(x + i, m) + load(y + i, m), m);\n"
+                               "}\n";
+
+#define TUNE_ARGS "--arg", "z=zeros:1000", "--arg", "x=rand:1000", "--arg", "y=rand:1000", "--arg", "n=1000"
+
+Test(cli, tune_help_and_usage_errors) {
+  Result r = RUN("tune", "--help");
+  expect_status(&r, 0);
+  cr_expect(starts_with(r.out, "usage: tilec tune FILE.tile"), "stdout:\n%s", r.out);
+  cr_expect(strstr(r.out, "3 no GPU") != NULL, "stdout:\n%s", r.out);
+  result_free(&r);
+  const char *f = write_file("tune.tile", tune_src);
+  expect_usage(RUN("tune", f, TUNE_ARGS), "tilec tune: --grid is required");
+  expect_usage(RUN("tune", f, "--grid", "", TUNE_ARGS), "tilec tune: --grid needs X[,Y[,Z]], got ''");
+  expect_usage(RUN("tune", f, "--grid", "4", "--dump", "d"), "tilec tune: '--dump' is an option of tilec run, not of tilec tune");
+  expect_usage(RUN("tune", f, "--grid", "4", "--timeout", "1"),
+               "tilec tune: '--timeout' is an option of tilec run, not of tilec tune");
+  expect_usage(RUN("run", f, "--grid", "4", "--retune"), "tilec run: '--retune' is an option of tilec tune, not of tilec run");
+  expect_usage(RUN("run", f, "--grid", "4", "--config", "BLOCK=32"),
+               "tilec run: '--config' is an option of tilec tune, not of tilec run");
+  expect_usage(RUN("tune", f, "--grid", "4", "--reps", "0"), "tilec tune: --reps needs 1 to 1000 launches, got '0'");
+  expect_usage(RUN("tune", f, "--grid", "4", "--warmup", "1001"),
+               "tilec tune: --warmup needs 0 to 1000 launches, got '1001'");
+  expect_usage(RUN("tune", f, "--grid", "4", "--config"), "tilec tune: option '--config' needs an argument");
+  expect_usage(RUN("tune", f, "--grid", "4", "--config", "BLOCK=32,,X=1", TUNE_ARGS),
+               "tilec tune: --config needs NAME=VALUE,NAME=VALUE... (at most 32), got 'BLOCK=32,,X=1'");
+  expect_usage(RUN("tune", f, "--grid", "4", "--config", "BLOCK", TUNE_ARGS),
+               "tilec tune: --config needs NAME=VALUE,NAME=VALUE... (at most 32), got 'BLOCK'");
+  expect_usage(RUN("tune", f, "--grid", "4", "--arg", "z=zeros:1000"), "tilec tune: missing --arg for parameter 'x'");
+  expect_usage(RUN("tune", f, "--grid", "4", TUNE_ARGS, "--arg", "w=1"),
+               "tilec tune: kernel has no runtime parameter 'w'");
+  expect_usage(RUN("tune", f, "--grid", "4", "--arg", "z=zeros:1000", "--arg", "x=rand:1000", "--arg", "y=rand:1000",
+                   "--arg", "n=many"),
+               "tilec tune: bad value for scalar parameter 'n'");
+  /* no @config and no --config: nothing to choose from */
+  const char *plain = write_file("plain.tile", good_src);
+  expect_usage(RUN("tune", plain, "--grid", "4", TUNE_ARGS),
+               "tilec tune: kernel 'add' declares no @config: give the candidates with --config");
+  const char *two = write_file("two.tile", two_src);
+  expect_usage(RUN("tune", two, "--grid", "1", "--config", "A=1", "--arg", "p=zeros:4"),
+               "tilec tune: the file has several kernels; choose one with -k");
+}
+
+Test(cli, tune_source_errors_exit_1) {
+  const char *bad = write_file("bad.tile", bad_src);
+  Result r = RUN("tune", bad, "--grid", "1", "--arg", "n=1");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "bad.tile:2:") != NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+  /* every candidate refused by the front end (BLOCK must be a power of two) */
+  const char *f = write_file("tune.tile", tune_src);
+  r = RUN("tune", f, "--grid", "4", "--config", "BLOCK=3", "--config", "BLOCK=5", TUNE_ARGS);
+  expect_status(&r, 1);
+  cr_expect(starts_with(r.err, "tilec tune: no candidate compiles; the first one's diagnostics:\n"), "stderr:\n%s",
+            r.err);
+  result_free(&r);
+}
+
+Test(cli, tune_grid_expressions_are_checked_before_the_gpu) {
+  const char *f = write_file("tune.tile", tune_src);
+  expect_usage(RUN("tune", f, "--grid", "cdiv(n, BLOCKS)", TUNE_ARGS),
+               "tilec tune: --grid 'cdiv(n, BLOCKS)': unknown name 'BLOCKS' (names are the kernel's integer const "
+               "parameters, its integer scalar --args and num_sms) at offset 8");
+  expect_usage(RUN("tune", f, "--grid", "cdiv(n, ", TUNE_ARGS),
+               "tilec tune: --grid 'cdiv(n, ': expected a number, a name or '(' at the end");
+  expect_usage(RUN("tune", f, "--grid", "n / BLOCK)", TUNE_ARGS),
+               "tilec tune: --grid 'n / BLOCK)': expected ',' or the end at offset 9");
+  expect_usage(RUN("tune", f, "--grid", "1,2,3,4", TUNE_ARGS),
+               "tilec tune: --grid '1,2,3,4': more than three sizes at offset 6");
+  expect_usage(RUN("tune", f, "--grid", "min(n)", TUNE_ARGS),
+               "tilec tune: --grid 'min(n)': expected ',' between the two arguments at offset 5");
+  /* x is a buffer, not a number */
+  expect_usage(RUN("tune", f, "--grid", "x", TUNE_ARGS),
+               "tilec tune: --grid 'x': unknown name 'x' (names are the kernel's integer const parameters, its "
+               "integer scalar --args and num_sms) at offset 0");
+}
+
+Test(cli, tune_without_a_gpu_exits_3) {
+  /* a complete tuning: on a machine without a GPU (CI) it stops at the
+   * runtime with status 3; with one, it tunes and prints the table */
+  const char *f = write_file("tune.tile", tune_src);
+  const char *cache = tmp_path("cache");
+  Result r = RUN("tune", f, "--grid", "cdiv(n, BLOCK), 1", "--cache", cache, TUNE_ARGS);
+  if (r.status == 3) {
+    cr_expect(starts_with(r.err, "tilec tune: no GPU to run on: "), "stderr:\n%s", r.err);
+    cr_expect_str_eq(r.out, "");
+  } else {
+    expect_status(&r, 0);
+    cr_expect(strstr(r.out, "chosen: BLOCK=") != NULL, "stdout:\n%s", r.out);
+  }
+  result_free(&r);
+  rmdir(cache); /* made only with a GPU: tile_jit's files are removed by no one here */
+}
