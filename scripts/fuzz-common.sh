@@ -14,7 +14,7 @@ fuzz_setup() {
     CC=clang CXX=clang++ meson setup "$FUZZ_BUILD" -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
       -Dtests=disabled -Dllvm=auto >/dev/null
   fi
-  local outputs=(compiler/tilec) known
+  local outputs=(compiler/driver/tilec) known
   # Into a variable first: under pipefail, grep -q closing the pipe early
   # would make ninja's SIGPIPE fail the test at random.
   known=$'\n'$(ninja -C "$FUZZ_BUILD" -t targets all 2>/dev/null)
@@ -38,7 +38,7 @@ fuzz_setup() {
     esac
     if [ "$t" = fuzz_frontend ]; then
       for f in lang/std/*.tile tests/kernels/*.tile; do
-        ASAN_OPTIONS=detect_leaks=0 "$FUZZ_BUILD/compiler/tilec" "$f" --emit=ir >"$dir/$(basename "$f").ir" || true
+        ASAN_OPTIONS=detect_leaks=0 "$FUZZ_BUILD/compiler/driver/tilec" "$f" --emit=ir >"$dir/$(basename "$f").ir" || true
       done
     fi
   done

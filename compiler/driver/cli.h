@@ -20,14 +20,20 @@ enum { EXIT_OK = 0, EXIT_SOURCE_ERROR = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 3 /* ti
 #define CLI_MAX_INCLUDE_DIRS 64
 
 /* Where imports are looked for after -I: the standard library's parent
- * directories (import "std/softmax.tile"), the installed one and the one
- * in the source tree tilec was built from (meson defines both). */
-#define CLI_DEFAULT_INCLUDE_DIRS 2
+ * directories (import "std/softmax.tile"): the installed one found from
+ * tilec's own place (TILEC_IMPORT_DIR_FROM_BIN next to the executable:
+ * an installed tree that was moved), the one the prefix names, and the one
+ * in the source tree tilec was built from (meson defines all three). */
+#define CLI_DEFAULT_INCLUDE_DIRS 3
+
+/* Longest path of the directory found from tilec's own place. */
+#define CLI_EXE_DIR_BYTES 4096
 
 /* The include directories of a compilation: the user's (-I, in order),
- * then the defaults. dirs has room for CLI_MAX_INCLUDE_DIRS +
- * CLI_DEFAULT_INCLUDE_DIRS; returns the count. */
-int cli_include_dirs(const char *const *user, int nuser, const char **dirs);
+ * then the defaults that exist (exe_dir, of CLI_EXE_DIR_BYTES, holds the
+ * one found from the executable). dirs has room for CLI_MAX_INCLUDE_DIRS
+ * + CLI_DEFAULT_INCLUDE_DIRS; returns the count. */
+int cli_include_dirs(const char *const *user, int nuser, const char **dirs, char *exe_dir);
 
 /* Largest file `tilec run` reads as a file: buffer: 1 GiB, a quarter of a
  * billion f32 elements, more than a run within the interpreter's default

@@ -11,7 +11,8 @@
  * file's imports live in `name.inner.`); a file imported twice is read
  * twice and its items exist once per namespace (functions are inlined
  * where they are called, so nothing is duplicated in the output). A file
- * that imports itself, directly or through others, is an error.
+ * that imports itself, directly or through others, is an error naming the
+ * chain of imports from the compiled file.
  */
 #define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
@@ -37,6 +38,7 @@ typedef struct Importer {
   Item **items; /* the merged program: the compiled file's items, then imported ones */
   int nitems, capitems;
   const char *chain[IMPORT_MAX_DEPTH + 1]; /* canonical paths of the files being imported, outermost first */
+  const char *shown[IMPORT_MAX_DEPTH + 1]; /* the same as messages name them: the import paths as written */
   int depth;
 } Importer;
 
@@ -137,8 +139,11 @@ static void import_one(Importer *im, const Item *imp, const char *dir, const cha
   const char *canon = realpath(path, real) ? arena_strdup(&c->arena, real) : path;
   for (int i = 0; i <= im->depth; i++)
     if (im->chain[i] && strcmp(im->chain[i], canon) == 0) {
-      diag_error(d, imp->name_loc, "'%s' imports itself (through the files that import this one)",
-                 diag_quote(q, imp->import_path));
+      /* the chain from the compiled file: main.tile -> a.tile -> b.tile -> a.tile */
+      const char *chain = "";
+      for (int j = 0; j <= im->depth; j++) chain = arena_printf(&c->arena, "%s%s -> ", chain, im->shown[j]);
+      diag_error(d, imp->name_loc, "'%s' imports itself: %s%s", diag_quote(q, imp->import_path), chain,
+                 imp->import_path);
       return;
     }
   size_t len = 0;
@@ -159,6 +164,7 @@ static void import_one(Importer *im, const Item *imp, const char *dir, const cha
   Program *sub = parse(&toks, &c->arena, d);
   if (d->errors) return;
   im->chain[++im->depth] = canon;
+  im->shown[im->depth] = imp->import_path;
   import_program(im, sub, dir_of(&c->arena, path), arena_printf(&c->arena, "%s%s.", ns, imp->name));
   im->chain[im->depth--] = NULL;
 }
@@ -195,6 +201,8 @@ void compile_imports(tc_compilation *c, const tc_options *o) {
   bool real_file = strcmp(main_name, "<input>") && strcmp(main_name, "-") && strcmp(main_name, "<stdin>");
   char real[PATH_MAX];
   im.chain[0] = real_file && realpath(main_name, real) ? arena_strdup(&c->arena, real) : NULL;
+  const char *base = strrchr(main_name, '/');
+  im.shown[0] = base ? base + 1 : main_name;
   import_program(&im, c->prog, real_file ? dir_of(&c->arena, main_name) : ".", "");
   c->prog->items = im.items;
   c->prog->nitems = im.nitems;

@@ -121,11 +121,24 @@ char *cli_read_file(const char *path, size_t *len) {
   return cli_read_file_max(path, CLI_MAX_DATA_FILE_BYTES, "a file: buffer", len);
 }
 
-int cli_include_dirs(const char *const *user, int nuser, const char **dirs) {
+/* Whether path is a directory. */
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int cli_include_dirs(const char *const *user, int nuser, const char **dirs, char *exe_dir) {
   int n = 0;
   for (int i = 0; i < nuser && i < CLI_MAX_INCLUDE_DIRS; i++) dirs[n++] = user[i];
-  static const char *const defaults[CLI_DEFAULT_INCLUDE_DIRS] = {TILEC_IMPORT_DIR_INSTALLED, TILEC_IMPORT_DIR_SOURCE};
-  for (int i = 0; i < CLI_DEFAULT_INCLUDE_DIRS; i++) dirs[n++] = defaults[i];
+  /* <the executable's directory>/TILEC_IMPORT_DIR_FROM_BIN */
+  ssize_t len = TILEC_IMPORT_DIR_FROM_BIN[0] ? readlink("/proc/self/exe", exe_dir, CLI_EXE_DIR_BYTES - 1) : -1;
+  char *slash = len > 0 ? (exe_dir[len] = '\0', strrchr(exe_dir, '/')) : NULL;
+  if (slash && (size_t)(slash - exe_dir) + sizeof TILEC_IMPORT_DIR_FROM_BIN + 1 < CLI_EXE_DIR_BYTES) {
+    memcpy(slash + 1, TILEC_IMPORT_DIR_FROM_BIN, sizeof TILEC_IMPORT_DIR_FROM_BIN);
+    if (is_dir(exe_dir) && strcmp(exe_dir, TILEC_IMPORT_DIR_INSTALLED)) dirs[n++] = exe_dir;
+  }
+  static const char *const fixed[] = {TILEC_IMPORT_DIR_INSTALLED, TILEC_IMPORT_DIR_SOURCE};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) dirs[n++] = fixed[i];
   return n;
 }
 
@@ -430,10 +443,11 @@ static int compile_file(const Options *o) {
   char *src = cli_read_source(o->file, &len);
   if (!src) return EXIT_USAGE;
   const char *dirs[CLI_MAX_INCLUDE_DIRS + CLI_DEFAULT_INCLUDE_DIRS];
+  char exe_dir[CLI_EXE_DIR_BYTES];
   tc_options opt = {.kernel = o->kernel, .defines = o->defines, .ndefines = o->ndefines, .no_opt = o->no_opt,
                     .verify_each_pass = o->verify_each, .warnings_are_errors = o->werror,
                     .no_warnings = o->no_warnings, .include_dirs = dirs,
-                    .ninclude_dirs = cli_include_dirs(o->include_dirs, o->ninclude_dirs, dirs)};
+                    .ninclude_dirs = cli_include_dirs(o->include_dirs, o->ninclude_dirs, dirs, exe_dir)};
   tc_compilation *c = tc_compile(strcmp(o->file, "-") ? o->file : STDIN_NAME, src, len, &opt);
   free(src);
   if (!c) {

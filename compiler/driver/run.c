@@ -47,7 +47,7 @@ static const char tune_usage[] =
     "find it and time nothing.\n"
     "  --grid X[,Y[,Z]]   each size an expression of integers, names (the candidate's integer\n"
     "                     const parameters, the integer scalar --args, num_sms: the GPU's SM\n"
-    "                     count), + - * / %% ( ), cdiv(a, b), min(a, b), max(a, b); e.g.\n"
+    "                     count), + - * / % ( ), cdiv(a, b), min(a, b), max(a, b); e.g.\n"
     "                     --grid 'min(cdiv(m, BLOCK_M) * cdiv(n, BLOCK_N), num_sms)'\n"
     "  --arg NAME=VALUE   as for tilec run; buffers are copied to the GPU, descriptors are\n"
     "                     row-major tensors of their shape (rand:8192x4096)\n"
@@ -56,7 +56,8 @@ static const char tune_usage[] =
     "  --key TEXT         what the stored choice is for (default: the --grid, --arg and -D texts)\n"
     "  --retune           time the candidates even when a choice is stored\n"
     "  --defaults         also time the kernel with its const parameters' own values\n"
-    "  --cache DIR        the JIT cache (default: $TILE_CACHE_DIR, else ~/.cache/tile)\n"
+    "  --cache DIR        the JIT cache (default: $TILE_CACHE_DIR, else $XDG_CACHE_HOME/tile,\n"
+    "                     else ~/.cache/tile)\n"
     "  --warmup N         launches before timing each candidate (default 3)\n"
     "  --reps N           timed launches of each candidate (default 10)\n"
     "  -D NAME=VALUE      const parameter value for every candidate (repeatable)\n"
@@ -699,8 +700,9 @@ int cli_run(int argc, char **argv) {
     char *src = cli_read_source(o.file, &len);
     if (src) {
       const char *dirs[CLI_MAX_INCLUDE_DIRS + CLI_DEFAULT_INCLUDE_DIRS];
+      char exe_dir[CLI_EXE_DIR_BYTES];
       tc_options opt = {.kernel = o.kernel, .defines = o.defines, .ndefines = o.ndefines, .no_opt = o.no_opt,
-                        .include_dirs = dirs, .ninclude_dirs = cli_include_dirs(o.include_dirs, o.ninclude_dirs, dirs)};
+                        .include_dirs = dirs, .ninclude_dirs = cli_include_dirs(o.include_dirs, o.ninclude_dirs, dirs, exe_dir)};
       tc_compilation *c = tc_compile(o.file, src, len, &opt);
       free(src);
       if (!c) {

@@ -38,6 +38,7 @@ typedef struct Tune {
   const char *kernel;  /* -k, then the kernel's name (kernel_owned) */
   char *kernel_owned;
   const char *dirs[CLI_MAX_INCLUDE_DIRS + CLI_DEFAULT_INCLUDE_DIRS];
+  char exe_dir[CLI_EXE_DIR_BYTES];
   int ndirs;
   TuneCandidate cands[RUN_MAX_CONFIGS + 1]; /* the last: the defaults (--defaults) */
   int ncands;
@@ -109,7 +110,7 @@ static int parse_config(Tune *t, const char *text) {
   for (char *at = copy; at && rc < 0;) {
     char *next = strchr(at, ',');
     if (next) *next++ = '\0';
-    if (n == TUNE_MAX_BINDINGS || !cli_parse_define(at, &d[n]) || !strchr(at, '='))
+    if (n == TUNE_MAX_BINDINGS || !strchr(at, '=') || !cli_parse_define(at, &d[n]))
       rc = tune_error(EXIT_USAGE, "--config needs NAME=VALUE,NAME=VALUE... (at most 32), got '%s'", text);
     else n++;
     at = next;
@@ -423,7 +424,7 @@ int cli_tune(int argc, char **argv) {
     fprintf(stderr, "(run 'tilec tune --help' for usage)\n");
   } else if ((t->source = cli_read_source(t->o.file, &t->len))) {
     t->kernel = t->o.kernel;
-    t->ndirs = cli_include_dirs(t->o.include_dirs, t->o.ninclude_dirs, t->dirs);
+    t->ndirs = cli_include_dirs(t->o.include_dirs, t->o.ninclude_dirs, t->dirs, t->exe_dir);
     rc = tune(t);
   }
   free(t->kernel_owned);

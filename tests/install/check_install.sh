@@ -20,6 +20,11 @@ done
 for lib in tile tilec tile-jit tile_attention tile_mlp; do
   [ -f "$tmp/pc/$lib.pc" ] || { echo "check_install: no $lib.pc installed"; exit 1; }
 done
+# the standard library's directory for JIT users' include_dirs
+for lib in tilec tile-jit; do
+  d=$(PKG_CONFIG_PATH="$tmp/pc" pkg-config --variable=importdir $lib)
+  [ -f "$d/std/softmax.tile" ] || { echo "check_install: $lib.pc's importdir '$d' has no std/softmax.tile"; exit 1; }
+done
 for f in libtile.a libtile.so libtile.so.0; do
   [ -n "$(find "$tmp$prefix" -name "$f" | head -n 1)" ] ||
     { echo "check_install: $f not installed"; exit 1; }
@@ -37,6 +42,13 @@ PKG_CONFIG_PATH="$tmp/pc" $cc -std=c17 -Wall -Wextra -Werror "$src/tests/install
 std="$tmp$prefix/share/tile/std"
 [ -f "$tmp$prefix/share/man/man1/tilec.1" ] || { echo "check_install: the manual page is not under share/man/man1"; exit 1; }
 [ -f "$std/softmax.tile" ] || { echo "check_install: the standard library is not under share/tile/std"; exit 1; }
+# The installed tilec finds the installed standard library from its own
+# place (here under the destdir, not at the prefix it was built for): the
+# dependency file names the copy it read.
+printf 'import "std/mlp.tile";\nkernel k(out: *f32) { store(out, mlp.gated(1.0, 2.0, 0)); }\n' > "$tmp/uses_std.tile"
+"$tmp$prefix/bin/tilec" "$tmp/uses_std.tile" --emit=ir -o "$tmp/uses_std.tir" -MD
+grep -q " $tmp$prefix/bin/\.\./share/tile/std/mlp\.tile" "$tmp/uses_std.tir.d" ||
+  { cat "$tmp/uses_std.tir.d"; echo "check_install: the installed tilec did not read the installed std"; exit 1; }
 "$tmp/embed" "$std/softmax.tile"
 # -ltile linked the shared library
 readelf -d "$tmp/embed" | grep -q 'NEEDED.*\[libtile\.so\.0\]' || { echo "check_install: embed does not use libtile.so"; exit 1; }
@@ -46,7 +58,7 @@ PKG_CONFIG_PATH="$tmp/pc" $cc -std=c17 -Wall -Wextra -Werror "$src/tests/install
   $(PKG_CONFIG_PATH="$tmp/pc" pkg-config --cflags --libs tile-jit) -o "$tmp/jit"
 "$tmp/jit" "$std/softmax.tile" "$tmp/cache" compiled
 "$tmp/jit" "$std/softmax.tile" "$tmp/cache" disk
-# examples/vector_add built by CMake (find_package(Tile), tile_add_kernels: the archives)
+# examples/vector_add built by CMake (find_package(tile), tile_add_kernels: the archives)
 # and by make (pkg-config, tilec) against the installed copy; each program
 # runs (77: no GPU here).
 run_example() {
@@ -62,6 +74,24 @@ if command -v cmake >/dev/null 2>&1; then
   cmake --build "$tmp/cmake" > "$tmp/cmake-build.log" 2>&1 || { cat "$tmp/cmake-build.log"; exit 1; }
   run_example "$tmp/cmake/saxpy"
   echo "check_install: examples/cmake built"
+  # the package under either spelling, and its version check: 0.1 is
+  # found, 1.0 (another major version) and 0.2 (another 0.x) are not
+  mkdir -p "$tmp/cmake-version"
+  for want in "Tile 0.1:found" "tile 1.0:refused" "tile 0.2:refused"; do
+    printf 'cmake_minimum_required(VERSION 3.16)\nproject(v C)\nfind_package(%s REQUIRED)\n' "${want%%:*}" \
+      > "$tmp/cmake-version/CMakeLists.txt"
+    rm -rf "$tmp/cmake-version/b"
+    set +e
+    CC="${cc%% *}" cmake -S "$tmp/cmake-version" -B "$tmp/cmake-version/b" -DCMAKE_PREFIX_PATH="$tmp$prefix" \
+      > "$tmp/cmake-version.log" 2>&1
+    rc=$?
+    set -e
+    case "${want#*:}:$rc" in
+      found:0 | refused:[1-9]*) ;;
+      *) cat "$tmp/cmake-version.log"; echo "check_install: find_package(${want%%:*}) exited $rc"; exit 1 ;;
+    esac
+  done
+  echo "check_install: find_package(tile VERSION) checks the version"
 else
   echo "check_install: no cmake here; examples/cmake not built"
 fi

@@ -8,7 +8,7 @@
  * and `tilec run` running a kernel in the interpreter with --arg inputs and
  * printing one summary line per buffer. These tests spawn the built binary
  * (its path in the environment variable TILEC, default
- * build/compiler/tilec, relative to the working directory) with
+ * build/compiler/driver/tilec, relative to the working directory) with
  * posix_spawn, capture stdout and stderr in files of a private temporary
  * directory, and check the status and the output.
  */
@@ -43,7 +43,7 @@ static int ncreated;
 
 static const char *tilec_path(void) {
   const char *p = getenv("TILEC");
-  return p && *p ? p : "build/compiler/tilec";
+  return p && *p ? p : "build/compiler/driver/tilec";
 }
 
 /* A path inside the test's temporary directory (remembered for cleanup). */

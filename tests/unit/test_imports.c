@@ -170,10 +170,14 @@ Test(imports, bad_imports) {
        "main.tile:1:8: error: cannot find 'nowhere.tile' (looked next to this file; add a directory with -I)"},
       {"import \"x-y.tile\";\n", "main.tile:1:8: error: the file name is not an identifier: name its namespace "
                                  "with 'as', as in import \"x-y.tile\" as xy;"},
-      {"import \"self.tile\";\n", "self.tile:1:8: error: 'self.tile' imports itself (through the files that "
-                                  "import this one)"},
-      {"import \"main.tile\" as me;\n",
-       "main.tile:1:23: error: 'main.tile' imports itself (through the files that import this one)"},
+      {"import \"self.tile\";\n", "self.tile:1:8: error: 'self.tile' imports itself: main.tile -> self.tile -> "
+                                  "self.tile"},
+      {"import \"main.tile\" as me;\n", "main.tile:1:23: error: 'main.tile' imports itself: main.tile -> main.tile"},
+      /* a cycle of three files below the compiled one, and one through it */
+      {"import \"ring/a.tile\";\n",
+       "ring/c.tile:1:8: error: 'a.tile' imports itself: main.tile -> ring/a.tile -> b.tile -> c.tile -> a.tile"},
+      {"import \"back.tile\";\n", "back2.tile:1:8: error: 'main.tile' imports itself: main.tile -> back.tile -> "
+                                  "back2.tile -> main.tile"},
       {"import \"one.tile\" as n;\nimport \"two.tile\" as n;\n",
        "main.tile:2:22: error: namespace 'n' is already imported"},
       {"import one.tile;\n", "main.tile:1:8: error: expected the file to import, as a string, found 'one'"},
@@ -183,6 +187,11 @@ Test(imports, bad_imports) {
        "main.tile:2:34: error: unknown function 'one.nothing'"},
   };
   put("self.tile", "import \"self.tile\";\n");
+  put("ring/a.tile", "import \"b.tile\";\nfn fa() { }\n");
+  put("ring/b.tile", "import \"c.tile\";\nfn fb() { }\n");
+  put("ring/c.tile", "import \"a.tile\";\nfn fc() { }\n");
+  put("back.tile", "import \"back2.tile\";\n");
+  put("back2.tile", "import \"main.tile\";\n");
   put("one.tile", "fn a() { }\n");
   put("two.tile", "fn b() { }\n");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
