@@ -52,6 +52,11 @@ char *cli_read_source(const char *path, size_t *len);
 char *cli_read_file(const char *path, size_t *len);
 
 
+/* The closest of known[0..n) to an unknown option a (its part before
+ * any '='), for "did you mean"; NULL when none is close. buf (size bytes)
+ * holds the part compared. */
+const char *cli_suggest_option(const char *a, const char *const *known, int n, char *buf, size_t size);
+
 /* Parses "-D NAME=VALUE"'s argument into d; false on a malformed one. */
 bool cli_parse_define(const char *text, tc_define *d);
 

@@ -22,6 +22,7 @@
 #include "../interp/interp.h"
 #include "../passes/passes.h"
 #include "../sema/sema.h"
+#include "../util/suggest.h"
 #include "compilation.h"
 
 
@@ -40,9 +41,23 @@ static void check_defines(tc_compilation *c, const tc_options *o) {
         found |= it->params[p].is_const && strcmp(it->params[p].name, o->defines[d].name) == 0;
     }
     char q[DIAG_QUOTE_BUF];
-    if (!found)
-      diag_error(&c->diags, (SrcLoc){0, 0, 0}, "-D %s: no %s has a const parameter named '%s'",
-                 diag_quote(q, o->defines[d].name), o->kernel ? "selected kernel" : "kernel in this file", q);
+    if (found) continue;
+    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "-D %s: no %s has a const parameter named '%s'",
+               diag_quote(q, o->defines[d].name), o->kernel ? "selected kernel" : "kernel in this file", q);
+    /* the closest const parameter of those kernels */
+    int n = 0;
+    for (int i = 0; i < c->prog->nitems; i++)
+      if (c->prog->items[i]->kind == ITEM_KERNEL) n += c->prog->items[i]->nparams;
+    const char **names = ARENA_ARRAY(&c->arena, const char *, n + 1);
+    n = 0;
+    for (int i = 0; i < c->prog->nitems; i++) {
+      Item *it = c->prog->items[i];
+      if (it->kind != ITEM_KERNEL || (o->kernel && strcmp(o->kernel, it->name) != 0)) continue;
+      for (int p = 0; p < it->nparams; p++)
+        if (it->params[p].is_const) names[n++] = it->params[p].name;
+    }
+    const char *best = suggest_closest(o->defines[d].name, names, n);
+    if (best) diag_note(&c->diags, (SrcLoc){0, 0, 0}, "did you mean '%s'?", best);
   }
 }
 
@@ -57,8 +72,14 @@ static void specialize_all(tc_compilation *c, const tc_options *o) {
     specialize_kernel(c->module, c->prog, it, defs, o->ndefines, &c->diags);
   }
   char q[DIAG_QUOTE_BUF];
-  if (o->kernel && !found)
-    diag_error(&c->diags, (SrcLoc){0, 0, 0}, "no kernel named '%s' in this file", diag_quote(q, o->kernel));
+  if (!o->kernel || found) return;
+  diag_error(&c->diags, (SrcLoc){0, 0, 0}, "no kernel named '%s' in this file", diag_quote(q, o->kernel));
+  const char **names = ARENA_ARRAY(&c->arena, const char *, c->prog->nitems + 1);
+  int n = 0;
+  for (int i = 0; i < c->prog->nitems; i++)
+    if (c->prog->items[i]->kind == ITEM_KERNEL) names[n++] = c->prog->items[i]->name;
+  const char *best = suggest_closest(o->kernel, names, n);
+  if (best) diag_note(&c->diags, (SrcLoc){0, 0, 0}, "did you mean '%s'?", best);
 }
 
 static void optimize(tc_compilation *c, const tc_options *o) {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/suggest.h"
 #include "cli.h"
 
 static const char usage_text[] =
@@ -188,6 +189,32 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_USAGE;
 }
 
+const char *cli_suggest_option(const char *a, const char *const *known, int n, char *buf, size_t size) {
+  /* "--emitt=ptx": the name before '=' against the names */
+  size_t len = strcspn(a, "=");
+  if (len >= size) return NULL;
+  memcpy(buf, a, len);
+  buf[len] = '\0';
+  return suggest_closest(buf, known, n);
+}
+
+/* tilec's options, as cli_suggest_option compares them. */
+static const char *const tilec_options[] = {
+    "-k", "--kernel", "-D", "--emit", "-o", "--embed", "-I", "-MD", "-MF", "--color", "-v", "-Werror", "-w",
+    "-g", "--debug-barriers", "--linker", "--arch", "-O0", "-O1", "-O2", "-O3", "--verify-each", "--help",
+    "--version"};
+
+/* "unknown option 'A'", and the closest known one when one is close. */
+static int unknown_option(const char *a) {
+  char buf[SUGGEST_MAX_LEN + 1], q[DIAG_QUOTE_BUF];
+  const char *best = cli_suggest_option(a, tilec_options, (int)(sizeof tilec_options / sizeof tilec_options[0]),
+                                        buf, sizeof buf);
+  fprintf(stderr, "tilec: unknown option '%s'", diag_quote(q, a));
+  if (best) fprintf(stderr, "; did you mean '%s'?", best);
+  fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
+  return EXIT_USAGE;
+}
+
 /* Whether writing `out` would replace the file `in`: the same path, or
  * two names (links, ./x and x) of one existing file. */
 static bool same_file(const char *out, const char *in) {
@@ -249,9 +276,15 @@ static int parse_options(int argc, char **argv, Options *o) {
       o->emit = -2;
       for (int k = 0; k < EMIT_COUNT; k++)
         if (!strcmp(a + 7, emits[k])) o->emit = k;
-      if (o->emit == -2)
-        return usage_error("unknown --emit stage '%s' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)",
-                           a + 7);
+      if (o->emit == -2) {
+        const char *best = suggest_closest(a + 7, emits, EMIT_COUNT);
+        char q[DIAG_QUOTE_BUF];
+        fprintf(stderr, "tilec: unknown --emit stage '%s' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)",
+                diag_quote(q, a + 7));
+        if (best) fprintf(stderr, "; did you mean '%s'?", best);
+        fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
+        return EXIT_USAGE;
+      }
     } else if (!strcmp(a, "-I") || (!strncmp(a, "-I", 2) && a[2])) {
       if (!a[2] && i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
       if (o->ninclude_dirs == CLI_MAX_INCLUDE_DIRS) return usage_error("more than 64 -I options%s", "");
@@ -289,7 +322,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     } else if (!strcmp(a, "--verify-each")) {
       o->verify_each = true;
     } else if (a[0] == '-' && a[1]) {
-      return usage_error("unknown option '%s'", a);
+      return unknown_option(a);
     } else if (o->file) {
       return usage_error("more than one input file ('%s')", a);
     } else {

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "../numeric/numeric.h"
+#include "../util/suggest.h"
 #include "run.h"
 
 static const char run_usage[] =
@@ -232,7 +233,20 @@ static RunParse parse_option(const char *a, const char *v, RunOptions *o, char *
     if (!name) return parse_error(msg, size, "out of memory");
     o->args[o->nargs].name = name;
     o->args[o->nargs++].spec = eq + 1;
-  } else if (a[0] == '-' && a[1]) return parse_error(msg, size, "unknown option '%s'", diag_quote(q, a));
+  } else if (a[0] == '-' && a[1]) {
+    static const char *const known[] = {"-k",     "--kernel",    "--grid",    "--arg", "--seed",  "--dump",
+                                        "-D",     "--max-steps", "--timeout", "-I",    "-O0",     "--help",
+                                        "--config", "--key",     "--cache",   "--warmup", "--reps", "--retune",
+                                        "--defaults"};
+    char buf[SUGGEST_MAX_LEN + 1];
+    /* run's options for run, tune's for tune (the last 7 are tune's) */
+    int n = (int)(sizeof known / sizeof known[0]);
+    const char *best = o->tune ? cli_suggest_option(a, known, n, buf, sizeof buf)
+                               : cli_suggest_option(a, known, n - 7, buf, sizeof buf);
+    if (o->tune && best && run_only(best)) best = NULL;
+    if (best) return parse_error(msg, size, "unknown option '%s'; did you mean '%s'?", diag_quote(q, a), best);
+    return parse_error(msg, size, "unknown option '%s'", diag_quote(q, a));
+  }
   else if (o->file) return parse_error(msg, size, "more than one input file ('%s')", diag_quote(q, a));
   else o->file = a;
   return RUN_PARSE_OK;

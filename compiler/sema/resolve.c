@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../util/strmap.h"
+#include "../util/suggest.h"
 #include "sema.h"
 
 const BuiltinInfo builtin_info[BI_COUNT] = {
@@ -143,29 +144,6 @@ static Symbol *lookup(Resolver *r, const char *name) {
 
 /* ---- "did you mean" ---- */
 
-/* Names longer than this are not compared (the distance table is on the
- * stack). */
-#define SUGGEST_MAX_LEN 64
-
-/* Edits (insert, delete, replace, swap of neighbours) from a to b. */
-static int edit_distance(const char *a, const char *b) {
-  int n = (int)strlen(a), m = (int)strlen(b);
-  if (n > SUGGEST_MAX_LEN || m > SUGGEST_MAX_LEN) return SUGGEST_MAX_LEN + 1;
-  int d[SUGGEST_MAX_LEN + 1][SUGGEST_MAX_LEN + 1];
-  for (int i = 0; i <= n; i++) d[i][0] = i;
-  for (int j = 0; j <= m; j++) d[0][j] = j;
-  for (int i = 1; i <= n; i++)
-    for (int j = 1; j <= m; j++) {
-      int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-      if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
-      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-        best = d[i - 2][j - 2] + 1;
-      d[i][j] = best;
-    }
-  return d[n][m];
-}
-
 /* What an unknown name may have meant. */
 typedef enum SuggestWhat { SUGGEST_VALUE, SUGGEST_FUNCTION, SUGGEST_TYPE } SuggestWhat;
 
@@ -180,7 +158,7 @@ static bool suggestible(const Symbol *s, SuggestWhat what) {
 
 static void consider(const char *name, Symbol *s, SuggestWhat what, Symbol **best, int *best_d) {
   if (!s || !suggestible(s, what) || !strcmp(s->name, name)) return;
-  int d = edit_distance(name, s->name);
+  int d = suggest_distance(name, s->name);
   if (d < *best_d || (d == *best_d && *best && strcmp(s->name, (*best)->name) < 0)) *best = s, *best_d = d;
 }
 
@@ -188,9 +166,7 @@ static void consider(const char *name, Symbol *s, SuggestWhat what, Symbol **bes
  * the right kind, when one is close (at most a third of the name's
  * letters differ, and not all of them). */
 static void suggest(Resolver *r, const char *name, SuggestWhat what, SrcLoc at) {
-  int len = (int)strlen(name);
-  int limit = (len + 2) / 3;
-  if (limit >= len) limit = len - 1;
+  int limit = suggest_limit((int)strlen(name));
   if (limit < 1) return;
   Symbol *best = NULL;
   int best_d = limit + 1;

@@ -656,7 +656,7 @@ static void expect_usage(Result r, const char *first_line) {
 Test(cli, usage_errors_exit_2) {
   const char *f = write_file("add.tile", good_src);
   expect_usage(RUN(f, "--bogus"), "tilec: unknown option '--bogus'");
-  expect_usage(RUN(f, "--emit=asm"), "tilec: unknown --emit stage 'asm' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)");
+  expect_usage(RUN(f, "--emit=pdf"), "tilec: unknown --emit stage 'pdf' (expected tokens, ast, ir, lowered, llvm, ptx, cubin or header)");
   expect_usage(RUN(f, "-D"), "tilec: option '-D' needs an argument");
   expect_usage(RUN(f, "-D", "9BLOCK"), "tilec: -D needs NAME=VALUE, got '9BLOCK'");
   expect_usage(RUN(f, "-DBLOCK="), "tilec: -D needs NAME=VALUE, got 'BLOCK='");
@@ -1167,4 +1167,33 @@ Test(cli, tune_without_a_gpu_exits_3) {
   }
   result_free(&r);
   rmdir(cache); /* made only with a GPU: tile_jit's files are removed by no one here */
+}
+
+/* Misspelt options, stages, kernels and const parameters get the closest
+ * known name; names with nothing close get none. */
+Test(cli, did_you_mean_on_the_command_line) {
+  const char *f = write_file("two.tile", "kernel add(z: *f32, const BLOCK: i32 = 64) { store(z, 1.0); }\n"
+                                          "kernel sub(z: *f32) { store(z, 2.0); }\n");
+  expect_usage(RUN(f, "--emitt=ptx"), "tilec: unknown option '--emitt=ptx'; did you mean '--emit'?");
+  expect_usage(RUN(f, "--embd"), "tilec: unknown option '--embd'; did you mean '--embed'?");
+  expect_usage(RUN(f, "--emit=ptxx"), "tilec: unknown --emit stage 'ptxx' (expected tokens, ast, ir, lowered, llvm, "
+                                      "ptx, cubin or header); did you mean 'ptx'?");
+  expect_usage(RUN(f, "--zzzzzz"), "tilec: unknown option '--zzzzzz'");
+  expect_usage(RUN("run", f, "--gird", "4"), "tilec run: unknown option '--gird'; did you mean '--grid'?");
+  expect_usage(RUN("run", f, "--retun"), "tilec run: unknown option '--retun'"); /* tune's option: not offered */
+  expect_usage(RUN("tune", f, "--retun"), "tilec tune: unknown option '--retun'; did you mean '--retune'?");
+  expect_usage(RUN("tune", f, "--dumpp"), "tilec tune: unknown option '--dumpp'"); /* run's option: not offered */
+  Result r = RUN(f, "-k", "ad");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "error: no kernel named 'ad' in this file\n") != NULL, "stderr:\n%s", r.err);
+  cr_expect(strstr(r.err, "note: did you mean 'add'?\n") != NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+  r = RUN(f, "-D", "BLOKC=32");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "note: did you mean 'BLOCK'?\n") != NULL, "stderr:\n%s", r.err);
+  result_free(&r);
+  r = RUN(f, "-D", "WARPS=8");
+  expect_status(&r, 1);
+  cr_expect(strstr(r.err, "did you mean") == NULL, "stderr:\n%s", r.err);
+  result_free(&r);
 }
