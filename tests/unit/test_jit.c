@@ -2,6 +2,7 @@
  * damaged entries, concurrent processes, trimming, errors. Needs the CUDA
  * toolkit's ptxas or nvJitLink (the cubins are real), no GPU. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +294,57 @@ Test(jit, concurrent_processes_share_a_cache) {
     cr_assert_eq(tile_jit_cubin(j, &s, &p, &n, &o), TILE_OK);
     cr_expect_eq(o, TILE_JIT_DISK, "BLOCK %s: a complete entry", block);
   }
+  tile_jit_destroy(j);
+  remove_dir(dir);
+}
+
+/* One tile_jit shared by threads: each asks for the shared kernel and one
+ * of four others; every thread gets the same bytes for the same key (one
+ * memory entry, whoever compiled it), and the disk holds 5 entries. */
+enum { JIT_THREADS = 8 };
+
+typedef struct JitThread {
+  tile_jit *j;
+  int index;
+  const void *shared, *own;
+  size_t shared_size, own_size;
+  tile_status st;
+} JitThread;
+
+static void *jit_thread(void *arg) {
+  JitThread *t = arg;
+  static const char *const own[4] = {"32", "64", "128", "512"};
+  tile_jit_source s = {.filename = "scale.tile", .source = SRC, .len = strlen(SRC), .kernel = "scale"};
+  tc_define d[2] = {{"BLOCK", "256"}, {"K", "3"}}; /* scale_src's statics are not shared across threads */
+  s.defines = d, s.ndefines = 2;
+  t->st = tile_jit_cubin(t->j, &s, &t->shared, &t->shared_size, NULL);
+  d[0].value = own[t->index % 4];
+  if (t->st == TILE_OK) t->st = tile_jit_cubin(t->j, &s, &t->own, &t->own_size, NULL);
+  return NULL;
+}
+
+Test(jit, threads_share_one_jit) {
+  if (!have_toolkit()) cr_skip_test("no CUDA toolkit in /usr/local/cuda");
+  char dir[64];
+  temp_dir(dir, sizeof dir);
+  tile_jit *j = make_jit(dir);
+  JitThread t[JIT_THREADS];
+  pthread_t th[JIT_THREADS];
+  for (int i = 0; i < JIT_THREADS; i++) {
+    t[i] = (JitThread){.j = j, .index = i};
+    cr_assert_eq(pthread_create(&th[i], NULL, jit_thread, &t[i]), 0);
+  }
+  for (int i = 0; i < JIT_THREADS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < JIT_THREADS; i++) {
+    cr_assert_eq(t[i].st, TILE_OK, "thread %d: %s", i, tile_status_name(t[i].st));
+    /* the same pointer: the memory cache holds one entry per key */
+    cr_expect(t[i].shared == t[0].shared && t[i].shared_size == t[0].shared_size, "thread %d: shared kernel", i);
+    cr_expect(t[i].own == t[i % 4].own && t[i].own_size == t[i % 4].own_size, "thread %d: its own kernel", i);
+    cr_expect(t[i].own != t[i].shared);
+  }
+  int temps = 0;
+  cr_expect_eq(count_entries(dir, NULL, &temps), 5, "the shared kernel and 4 others");
+  cr_expect_eq(temps, 0, "no temporary file left");
   tile_jit_destroy(j);
   remove_dir(dir);
 }
