@@ -50,10 +50,18 @@
 /* Longest benchmark name: "gemm bf16 16384x2048x8192 tile cp.async 128x256x64 4 stages 8 warps" fits. */
 #define ROW_NAME_BYTES 160
 
+/* Longest series label of a sweep row ("tile WS 128x256x64 4 stages"). */
+#define ROW_SERIES_BYTES 64
+
 typedef struct Row {
   char name[ROW_NAME_BYTES];
   double value, anchor, ratio;
   const char *unit;
+  /* sweep rows (bench sweep): the line of a plot the row is a point of,
+   * its size on the x axis, the anchor's line; size 0 elsewhere */
+  char series[ROW_SERIES_BYTES], anchor_series[ROW_SERIES_BYTES];
+  double size;
+  const char *size_name; /* what size measures, for the axis */
 } Row;
 
 /* Rows the final table holds; a row beyond them is printed, not kept. */
@@ -61,6 +69,20 @@ typedef struct Row {
 
 static Row rows[MAX_ROWS];
 static int nrows;
+
+/* While bench sweep runs: the x of the rows being added (0: no sweep). */
+static double sweep_size;
+
+/* Makes the row just added (named name) a point of a line. */
+static void row_point(const char *name, const char *series, double size, const char *size_name, const char *anchor) {
+  if (nrows == 0 || strcmp(rows[nrows - 1].name, name)) return; /* the table was full */
+  Row *r = &rows[nrows - 1];
+  snprintf(r->series, sizeof r->series, "%.*s", (int)strcspn(series, "("), series);
+  for (size_t n = strlen(r->series); n > 0 && r->series[n - 1] == ' ';) r->series[--n] = '\0';
+  snprintf(r->anchor_series, sizeof r->anchor_series, "%s", anchor);
+  r->size = size;
+  r->size_name = size_name;
+}
 
 static void add_row(const char *name, double value, double anchor, const char *unit) {
   Row spare, *r = nrows < MAX_ROWS ? &rows[nrows++] : &spare;
@@ -323,6 +345,9 @@ static void bench_rows(Gpu *g, double copy, const RowKernel *rk, int n) {
   char name[96];
   snprintf(name, sizeof name, "%s f32, rows of %d, BLOCK %d, %d warps (GB/s)", rk->label, n, best_block, best_warps);
   add_row(name, bytes / (best * 1e6), copy, "GB/s");
+  char series[64];
+  snprintf(series, sizeof series, "%s f32", rk->label);
+  row_point(name, series, n, "row length (f32 elements)", "device-to-device copy, 1 GiB");
   for (int i = 0; i < (rk->layernorm ? 6 : 2); i++) tile_mem_free(g->rt, bufs[i]);
 }
 
@@ -651,6 +676,7 @@ static void gemm_report(GemmProblem *p, const char *variant, GemmPrecision prec,
   snprintf(name, sizeof name, "gemm %s %s %s", gemm_kind_name(prec), p->label, variant);
   if (ms > 0) add_row(name, gemm_tflops(ms, p), anchor_tflops, "TFLOP/s");
   else printf("%-44s failed\n", name);
+  if (ms > 0 && sweep_size > 0) row_point(name, variant, sweep_size, "m = n = k", "cuBLAS");
   double err = gemm_error_vs_cublas(p, c, prec);
   printf("  check: relative error %.2e against cuBLAS on %d rows: %s\n", err, GEMM_CHECK_ROWS,
          gemm_error_ok(err) ? "ok" : "WRONG");
@@ -1050,6 +1076,33 @@ static void bench_gemm(Gpu *g, const char *only) {
   cublas_anchor_close(cublas);
 }
 
+/* `bench sweep`: bf16 GEMM over square sizes, the std GEMM's default
+ * configurations (warp-specialized persistent, and the TMA kernel) each
+ * beside cuBLAS: the points of bench/plot.py's lines. */
+static void bench_sweep(Gpu *g) {
+  static const int sizes[] = {1024, 2048, 3072, 4096, 6144, 8192};
+  CublasAnchor *cublas;
+  char msg[1024];
+  if (!cublas_anchor_open(&cublas, g->rt, msg, sizeof msg)) {
+    printf("sweep skipped: cuBLAS cannot be used (%s)\n", msg);
+    return;
+  }
+  GemmTables *tables = gemm_tables_new();
+  for (size_t i = 0; tables && i < sizeof sizes / sizeof sizes[0]; i++) {
+    GemmShape shape = {sizes[i], sizes[i], sizes[i], false};
+    GemmProblem p;
+    if (gemm_problem_init(&p, g, cublas, tables, &shape) && gemm_anchor_bf16(&p)) {
+      sweep_size = sizes[i];
+      bench_tile_gemm_ws(&p, 128, 256, 64, 4, 2, true, false, 0, 1);
+      bench_tile_gemm(&p, true, 128, 256, 64, 4, 8);
+      sweep_size = 0;
+    }
+    gemm_problem_free(&p);
+  }
+  free(tables);
+  cublas_anchor_close(cublas);
+}
+
 /* ---- launch cost ---- */
 
 typedef int (*CuLaunchKernelFn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -1212,7 +1265,8 @@ static void json_string(FILE *f, const char *s) {
 
 /* TILE_BENCH_JSON=PATH: the final table also as JSON, for bench/plot.py:
  * {"device": ..., "rows": [{"name", "value", "unit", "anchor", "ratio"}]}
- * (anchor 0: measured by an anchor script, not here). */
+ * (anchor 0: measured by an anchor script, not here); rows of bench sweep
+ * also have "size", "series" and "anchor_series", the points of lines. */
 static void write_json(const Gpu *g, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -1227,7 +1281,16 @@ static void write_json(const Gpu *g, const char *path) {
     json_string(f, rows[i].name);
     fprintf(f, ", \"value\": %.6g, \"unit\": ", rows[i].value);
     json_string(f, rows[i].unit);
-    fprintf(f, ", \"anchor\": %.6g, \"ratio\": %.6g}", rows[i].anchor, rows[i].ratio);
+    fprintf(f, ", \"anchor\": %.6g, \"ratio\": %.6g", rows[i].anchor, rows[i].ratio);
+    if (rows[i].size > 0) {
+      fprintf(f, ", \"size\": %.6g, \"series\": ", rows[i].size);
+      json_string(f, rows[i].series);
+      fputs(", \"anchor_series\": ", f);
+      json_string(f, rows[i].anchor_series);
+      fputs(", \"size_name\": ", f);
+      json_string(f, rows[i].size_name ? rows[i].size_name : "size");
+    }
+    fputc('}', f);
   }
   fputs("\n]}\n", f);
   if (fclose(f) != 0) printf("TILE_BENCH_JSON: cannot write %s\n", path);
@@ -1235,8 +1298,9 @@ static void write_json(const Gpu *g, const char *path) {
 }
 
 /* `tile-gpu bench [SECTION]`: all sections, or only one of memory, gemm,
- * launch, attention, decode, prefill, mlp, compile; `bench gemm MxNxK` runs
- * one of the GEMM shapes only (for a profiler). */
+ * launch, attention, decode, prefill, mlp, compile, sweep (only on its
+ * own); `bench gemm MxNxK` runs one of the GEMM shapes only (for a
+ * profiler). */
 int gpu_bench_main(int argc, char **argv, const char *source_root) {
   const char *only = argc > 0 ? argv[0] : NULL;
   Gpu g;
@@ -1257,6 +1321,7 @@ int gpu_bench_main(int argc, char **argv, const char *source_root) {
   if (!only || !strcmp(only, "prefill")) bench_prefill(&g);
   if (!only || !strcmp(only, "mlp")) bench_mlp(&g);
   if (!only || !strcmp(only, "compile")) bench_compile(&g);
+  if (only && !strcmp(only, "sweep")) bench_sweep(&g); /* not in the full run: its sizes repeat the gemm rows' */
   printf("\n| benchmark | value | anchor | ratio |\n|---|---|---|---|\n");
   for (int i = 0; i < nrows; i++)
     printf("| %s | %.2f %s | %.2f | %.3f |\n", rows[i].name, rows[i].value, rows[i].unit, rows[i].anchor, rows[i].ratio);

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Plots of `tile-gpu bench` runs: one PNG per run, a bar per benchmark row
 with its ratio to the anchor measured in the same run (rows without an
-anchor, measured by the anchor scripts instead, are left out).
+anchor, measured by the anchor scripts instead, are left out); and, for
+the rows with a size and a series (`bench sweep`'s GEMM, `bench memory`'s
+softmax and layernorm), NAME-lines-UNIT.png per unit: throughput against
+size, one line per implementation and a dashed one for the anchor
+measured beside it.
 
     TILE_BENCH_JSON=run.json ./gpu-dist/tile-gpu --root . bench gemm
     python3 bench/plot.py run.json [more.json ...] [--out DIR]
@@ -21,7 +25,50 @@ def load_rows(path):
     return data.get("device", "GPU"), rows
 
 
+def plot_lines(path, out_dir, plt):
+    """NAME-lines-UNIT.png from the rows with a size, one per unit: value
+    against size per series, and per series its anchor's line (dashed, the
+    same colour)."""
+    with open(path) as f:
+        data = json.load(f)
+    points = [r for r in data.get("rows", []) if r.get("size", 0) > 0 and r.get("series")]
+    name = os.path.splitext(os.path.basename(path))[0]
+    units = []
+    for r in points:
+        if r.get("unit", "") not in units:
+            units.append(r.get("unit", ""))
+    for unit in units:
+        rows = [r for r in points if r.get("unit", "") == unit]
+        slug = "".join(ch for ch in unit if ch.isalnum()) or "value"
+        target = os.path.join(out_dir or os.path.dirname(os.path.abspath(path)), f"{name}-lines-{slug}.png")
+        series = []
+        for r in rows:
+            if r["series"] not in series:
+                series.append(r["series"])
+        fig, ax = plt.subplots(figsize=(9, 5))
+        colors = ["#1b6", "#26c", "#c52", "#a3a", "#888"]
+        for i, s in enumerate(series):
+            pts = sorted((r["size"], r["value"], r["anchor"], r.get("anchor_series", "anchor")) for r in rows
+                         if r["series"] == s)
+            c = colors[i % len(colors)]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=c, label=s)
+            if any(p[2] > 0 for p in pts):
+                ax.plot([p[0] for p in pts], [p[2] for p in pts], "x--", color=c, alpha=0.7,
+                        label=f"{pts[0][3]}, timed beside it")
+        ax.set_xlabel(rows[0].get("size_name", "size"))
+        ax.set_ylabel(unit)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{name} ({data.get('device', 'GPU')})", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        fig.savefig(target, dpi=120)
+        plt.close(fig)
+        print(f"{path}: {len(rows)} points on {len(series)} lines -> {target}")
+
+
 def plot(path, out_dir, plt):
+    plot_lines(path, out_dir, plt)
     device, rows = load_rows(path)
     name = os.path.splitext(os.path.basename(path))[0]
     target = os.path.join(out_dir or os.path.dirname(os.path.abspath(path)), name + ".png")
