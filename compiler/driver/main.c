@@ -36,6 +36,8 @@ static const char usage_text[] =
     "                         directory; repeatable; then the standard library's directory)\n"
     "  -MD                    also write a dependency file for make and ninja: OUT.d\n"
     "  -MF FILE               the dependency file's name (implies -MD)\n"
+    "  -MP                    also a rule with no prerequisites for each imported file, so that\n"
+    "                         make does not stop when one is deleted (implies -MD)\n"
     "  --color=WHEN           colours in diagnostics: auto (default: on a terminal, unless\n"
     "                         NO_COLOR is set or TERM is dumb), always, never\n"
     "  -v                     print registers, spills and shared memory per kernel\n"
@@ -168,7 +170,8 @@ typedef struct Options {
   int emit; /* -1: none */
   bool verbose, embed, debug_barriers, werror_spills;
   CliColor color;
-  bool depfile;        /* -MD or -MF */
+  bool depfile;        /* -MD, -MF or -MP */
+  bool phony_deps;     /* -MP */
   const char *dep_out; /* -MF FILE; NULL: the output's name with .d appended */
   tc_linker linker;
   tc_define defines[CLI_MAX_DEFINES];
@@ -200,7 +203,7 @@ const char *cli_suggest_option(const char *a, const char *const *known, int n, c
 
 /* tilec's options, as cli_suggest_option compares them. */
 static const char *const tilec_options[] = {
-    "-k", "--kernel", "-D", "--emit", "-o", "--embed", "-I", "-MD", "-MF", "--color", "-v", "-Werror", "-w",
+    "-k", "--kernel", "-D", "--emit", "-o", "--embed", "-I", "-MD", "-MF", "-MP", "--color", "-v", "-Werror", "-w",
     "-g", "--debug-barriers", "--linker", "--arch", "-O0", "-O1", "-O2", "-O3", "--verify-each", "--help",
     "--version"};
 
@@ -291,6 +294,8 @@ static int parse_options(int argc, char **argv, Options *o) {
       o->include_dirs[o->ninclude_dirs++] = a[2] ? a + 2 : argv[++i];
     } else if (!strcmp(a, "-MD")) {
       o->depfile = true;
+    } else if (!strcmp(a, "-MP")) {
+      o->depfile = o->phony_deps = true;
     } else if (!strcmp(a, "-MF")) {
       if (i + 1 >= argc) return usage_error("option '%s' needs an argument", a);
       o->depfile = true, o->dep_out = argv[++i];
@@ -340,8 +345,8 @@ static int parse_options(int argc, char **argv, Options *o) {
   }
   if (o->emit == EMIT_CUBIN && !o->out && !o->stdout_dash) return usage_error("--emit=cubin needs -o FILE%s", "");
   if (o->embed && o->emit != EMIT_HEADER) return usage_error("--embed goes with --emit=header%s", "");
-  if (o->depfile && !o->out) return usage_error("-MD and -MF need -o FILE (the target the dependency file names)%s", "");
-  if (o->depfile && !strcmp(o->file, "-")) return usage_error("-MD and -MF need an input file, not stdin%s", "");
+  if (o->depfile && !o->out) return usage_error("-MD, -MF and -MP need -o FILE (the target the dependency file names)%s", "");
+  if (o->depfile && !strcmp(o->file, "-")) return usage_error("-MD, -MF and -MP need an input file, not stdin%s", "");
   return -1;
 }
 
@@ -355,8 +360,16 @@ static void put_make_path(FILE *f, const char *p) {
   }
 }
 
+/* The imported files, each once, in order of import. */
+static bool import_seen_before(const tc_compilation *c, int i) {
+  for (int j = 0; j < i; j++)
+    if (!strcmp(tc_import_path(c, j), tc_import_path(c, i))) return true;
+  return false;
+}
+
 /* -MD / -MF: "OUT: INPUT IMPORTED..." (the files the output was made
- * from: the source file and every file it imports). */
+ * from: the source file and every file it imports); with -MP also
+ * "IMPORTED:" for each imported file, as gcc -MP writes for headers. */
 static int write_depfile(const Options *o, const tc_compilation *c) {
   char q[DIAG_QUOTE_BUF];
   size_t n = strlen(o->out);
@@ -377,13 +390,17 @@ static int write_depfile(const Options *o, const tc_compilation *c) {
     fputs(": ", f);
     put_make_path(f, o->file);
     for (int i = 0; i < tc_import_count(c); i++) {
-      bool seen = false; /* a file imported twice is named once */
-      for (int j = 0; j < i && !seen; j++) seen = !strcmp(tc_import_path(c, j), tc_import_path(c, i));
-      if (seen) continue;
+      if (import_seen_before(c, i)) continue; /* a file imported twice is named once */
       fputc(' ', f);
       put_make_path(f, tc_import_path(c, i));
     }
     fputc('\n', f);
+    for (int i = 0; i < tc_import_count(c) && o->phony_deps; i++) {
+      if (import_seen_before(c, i)) continue;
+      fputc('\n', f);
+      put_make_path(f, tc_import_path(c, i));
+      fputs(":\n", f);
+    }
     if (fclose(f) != 0) {
       fprintf(stderr, "tilec: cannot write '%s'\n", diag_quote(q, dp));
       rc = EXIT_USAGE;

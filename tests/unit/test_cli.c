@@ -314,7 +314,7 @@ Test(cli, dependency_files) {
   free(text);
   r = RUN(f, "-MD");
   expect_status(&r, 2);
-  cr_expect(strstr(r.err, "tilec: -MD and -MF need -o FILE"), "%s", r.err);
+  cr_expect(strstr(r.err, "tilec: -MD, -MF and -MP need -o FILE"), "%s", r.err);
   result_free(&r);
 }
 
@@ -333,6 +333,14 @@ Test(cli, imports_search_path_and_dependency_files) {
   char *text = read_file(d, NULL), want[600];
   snprintf(want, sizeof want, "%s: %s %s\n", out, m, h);
   cr_expect(text && !strcmp(text, want), "depfile: %s, want %s", text ? text : "(none)", want);
+  free(text);
+  /* -MP: a rule of its own for the imported file */
+  r = RUN(m, "-o", out, "-MP");
+  expect_status(&r, 0);
+  result_free(&r);
+  text = read_file(d, NULL);
+  snprintf(want, sizeof want, "%s: %s %s\n\n%s:\n", out, m, h, h);
+  cr_expect(text && !strcmp(text, want), "depfile with -MP: %s, want %s", text ? text : "(none)", want);
   free(text);
   r = run_argv_in(m, (const char *const[]){"-", NULL}); /* the same text on stdin */
   expect_status(&r, 1);

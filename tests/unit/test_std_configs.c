@@ -34,6 +34,14 @@ static const struct {
     {"mlp.tile", "mlp_gate_up"},
     {"mlp.tile", "mlp_down"},
     {"layernorm.tile", "layernorm_fwd"},
+    {"flash_attention.tile", "flash_attention_fwd"},
+    {"flash_attention_fp8.tile", "flash_attention_fp8"},
+    {"flash_attention_varlen.tile", "attention_fwd_varlen"},
+    {"flash_attention_bwd.tile", "attention_fwd_lse"},
+    {"gemm_ws.tile", "gemm_ws_bias_act"},
+    {"gemm_ws.tile", "gemm_ws_pingpong"},
+    {"paged_decode.tile", "paged_decode"},
+    {"paged_decode.tile", "paged_prefill"},
 };
 #define MIN_CANDIDATES 2
 
