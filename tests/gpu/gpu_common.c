@@ -129,8 +129,11 @@ static bool build_text(Gpu *g, const char *relpath, const char *src, size_t len,
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
   tc_options opt = {.kernel = kernel, .defines = defs, .ndefines = n};
+  /* the file's full name: its imports are looked for next to it */
+  char name[4096];
+  snprintf(name, sizeof name, "%s/%s", g->source_root, relpath);
   double t0 = now_ms();
-  v->comp = tc_compile(relpath, src, len, &opt);
+  v->comp = tc_compile(relpath[0] == '/' ? relpath : name, src, len, &opt);
   bool ok = tc_error_count(v->comp) == 0 && tc_generate(v->comp, go);
   v->compile_ms = now_ms() - t0;
   if (!ok) {

@@ -47,14 +47,17 @@ tc_compilation *harness_compile(const char *relpath, const char *kernel, const c
   int n = 0;
   for (; defines && defines[2 * n] && n < 32; n++) defs[n] = (tc_define){defines[2 * n], defines[2 * n + 1]};
   tc_options opt = {.kernel = kernel, .defines = defs, .ndefines = n, .verify_each_pass = true};
-  tc_compilation *c = tc_compile(relpath, src, len, &opt);
+  /* the file's full name: its imports are looked for next to it */
+  char name[4096];
+  snprintf(name, sizeof name, "%s/%s", TILE_SOURCE_ROOT, relpath);
+  tc_compilation *c = tc_compile(name, src, len, &opt);
   cr_assert(tc_error_count(c) == 0, "compiling %s failed:\n%s", relpath, tc_diagnostics(c));
   if (!kernel && tc_kernel_count(c) > 1) { /* the file's first kernel */
     char first[256];
     snprintf(first, sizeof first, "%s", tc_kernel_name(c, 0));
     tc_free(c);
     opt.kernel = first;
-    c = tc_compile(relpath, src, len, &opt);
+    c = tc_compile(name, src, len, &opt);
     cr_assert(tc_error_count(c) == 0, "compiling %s failed:\n%s", relpath, tc_diagnostics(c));
   }
   free(src);

@@ -229,6 +229,37 @@ Test(imports, the_standard_library_from_a_user_kernel) {
   tc_free(c);
 }
 
+/* The epilogue and softmax pieces of the standard library from a user
+ * kernel: gemm_ws.activation (gelu, tanh form) and softmax.softmax_of,
+ * checked against double. */
+Test(imports, std_epilogues_and_softmax_pieces) {
+  make_dir();
+  const char *lang = TILE_SOURCE_ROOT "/lang";
+  const char *src = "import \"std/gemm_ws.tile\";\n"
+                    "import \"std/softmax.tile\";\n"
+                    "kernel k(out: *f32, x: *f32) {\n"
+                    "    let i = arange(0, 16);\n"
+                    "    let v = load(x + i) * 0.25 - 2.0;\n"
+                    "    store(out + i, gemm_ws.activation(v, 3) + softmax.softmax_of(v) * softmax.LOG2E);\n"
+                    "}\n";
+  char path[256];
+  snprintf(path, sizeof path, "%s/main.tile", dir);
+  tc_options o = {.include_dirs = &lang, .ninclude_dirs = 1};
+  tc_compilation *c = tc_compile(path, src, strlen(src), &o);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  float out[16];
+  run16(c, out);
+  double sum = 0;
+  for (int i = 0; i < 16; i++) sum += exp(i * 0.25 - 2.0);
+  for (int i = 0; i < 16; i++) {
+    double v = i * 0.25 - 2.0;
+    double gelu = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    double want = gelu + exp(v) / sum * 1.4426950408889634;
+    cr_expect(fabs(out[i] - want) <= 1e-5 * fmax(1, fabs(want)), "out[%d] = %g, want %g", i, out[i], want);
+  }
+  tc_free(c);
+}
+
 /* A device_assert in an imported function names the imported file when it
  * fails on the GPU (the __assertfail call's file argument). Needs the GPU
  * back end (skipped in a build without LLVM). */
