@@ -26,7 +26,8 @@ gemm() {
   shift 3
   timeout 300 "$tilec" tune lang/std/gemm_ws.tile -k gemm_ws "${opts[@]}" \
     --grid 'CLUSTER * min(cdiv(m, CLUSTER * BLOCK_M) * cdiv(n, BLOCK_N), num_sms / CLUSTER)' \
-    --arg c=zeros:${m}x${n} --arg a=rand:${m}x${k} --arg b=rand:${k}x${n} --arg m=$m --arg n=$n --arg k=$k "$@"
+    --arg c=zeros:${m}x${n} --arg a=rand:${m}x${k} --arg b=rand:${k}x${n} --arg m=$m --arg n=$n --arg k=$k \
+    --key-args m,n,k "$@"
 }
 
 attention() {
@@ -37,7 +38,7 @@ attention() {
     --grid 'cdiv(seqlen, BLOCK_M), heads' \
     --arg out=zeros:$((rows * 128)) --arg lse=zeros:$rows --arg q=rand:${rows}x128 --arg k=rand:${rows}x128 \
     --arg v=rand:${rows}x128 --arg cu_q=zeros:1 --arg cu_k=zeros:1 --arg seqlen=$seqlen --arg heads=$heads \
-    --arg heads_kv=$heads --arg sm_scale=0.08838834764831845 "$@"
+    --arg heads_kv=$heads --arg sm_scale=0.08838834764831845 --key-args seqlen,heads,CAUSAL "$@"
 }
 
 # NAME COMMAND...: the first run (with --defaults) and the second, logged

@@ -55,6 +55,8 @@ static const char tune_usage[] =
     "options:\n"
     "  --config A=1,B=2   a candidate (repeatable; instead of the kernel's @config list)\n"
     "  --key TEXT         what the stored choice is for (default: the --grid, --arg and -D texts)\n"
+    "  --key-args A,B     the key is these --args' and -D's values (the sizes that select a\n"
+    "                     configuration, as Triton's autotune key): --key-args m,n,k\n"
     "  --retune           time the candidates even when a choice is stored\n"
     "  --defaults         also time the kernel with its const parameters' own values\n"
     "  --cache DIR        the JIT cache (default: $TILE_CACHE_DIR, else $XDG_CACHE_HOME/tile,\n"
@@ -133,7 +135,7 @@ static bool parse_grid(const char *s, int64_t grid[3]) {
 
 static bool option_takes_value(const char *a) {
   static const char *const with_value[] = {"-k",     "--kernel", "--grid",      "--arg",     "--seed",   "--dump",
-                                           "-D",     "--max-steps", "--timeout", "-I",     "--config", "--key",
+                                           "-D",     "--max-steps", "--timeout", "-I",     "--config", "--key", "--key-args",
                                            "--cache", "--warmup", "--reps"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (!strcmp(a, with_value[i])) return true;
@@ -159,7 +161,8 @@ static bool parse_launches(const char *s, bool zero_ok, int *out) {
 
 /* The options only `tilec tune` takes, and those it does not. */
 static bool tune_only(const char *a) {
-  static const char *const only[] = {"--config", "--key", "--cache", "--warmup", "--reps", "--retune", "--defaults"};
+  static const char *const only[] = {"--config", "--key",  "--key-args", "--cache",
+                                     "--warmup", "--reps", "--retune",    "--defaults"};
   for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
     if (!strcmp(a, only[i])) return true;
   return false;
@@ -174,6 +177,7 @@ static RunParse parse_tune_option(const char *a, const char *v, RunOptions *o, c
     if (o->nconfigs == RUN_MAX_CONFIGS) return parse_error(msg, size, "more than %d --config options", RUN_MAX_CONFIGS);
     o->configs[o->nconfigs++] = v;
   } else if (!strcmp(a, "--key")) o->key = v;
+  else if (!strcmp(a, "--key-args")) o->key_args = v;
   else if (!strcmp(a, "--cache")) o->cache_dir = v;
   else if (!strcmp(a, "--retune")) o->retune = true;
   else if (!strcmp(a, "--defaults")) o->time_defaults = true;
@@ -236,13 +240,13 @@ static RunParse parse_option(const char *a, const char *v, RunOptions *o, char *
   } else if (a[0] == '-' && a[1]) {
     static const char *const known[] = {"-k",     "--kernel",    "--grid",    "--arg", "--seed",  "--dump",
                                         "-D",     "--max-steps", "--timeout", "-I",    "-O0",     "--help",
-                                        "--config", "--key",     "--cache",   "--warmup", "--reps", "--retune",
-                                        "--defaults"};
+                                        "--config", "--key",     "--key-args", "--cache", "--warmup", "--reps",
+                                        "--retune", "--defaults"};
     char buf[SUGGEST_MAX_LEN + 1];
-    /* run's options for run, tune's for tune (the last 7 are tune's) */
+    /* run's options for run, tune's for tune (the last 8 are tune's) */
     int n = (int)(sizeof known / sizeof known[0]);
     const char *best = o->tune ? cli_suggest_option(a, known, n, buf, sizeof buf)
-                               : cli_suggest_option(a, known, n - 7, buf, sizeof buf);
+                               : cli_suggest_option(a, known, n - 8, buf, sizeof buf);
     if (o->tune && best && run_only(best)) best = NULL;
     if (best) return parse_error(msg, size, "unknown option '%s'; did you mean '%s'?", diag_quote(q, a), best);
     return parse_error(msg, size, "unknown option '%s'", diag_quote(q, a));

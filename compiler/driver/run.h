@@ -53,7 +53,7 @@ typedef struct RunOptions {
   const char *grid_text;
   const char *configs[RUN_MAX_CONFIGS]; /* --config, pointing into argv */
   int nconfigs;
-  const char *key, *cache_dir;
+  const char *key, *key_args, *cache_dir; /* key_args: "m,n,k" */
   bool retune, time_defaults;
   int warmup, reps; /* 0: the tuner's defaults */
   uint64_t seed, max_steps; /* max_steps 0: the interpreter's default */

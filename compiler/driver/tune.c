@@ -37,6 +37,7 @@ typedef struct Tune {
   size_t len;
   const char *kernel;  /* -k, then the kernel's name (kernel_owned) */
   char *kernel_owned;
+  char *key; /* the key made from --key-args or by default (NULL: --key) */
   const char *dirs[CLI_MAX_INCLUDE_DIRS + CLI_DEFAULT_INCLUDE_DIRS];
   char exe_dir[CLI_EXE_DIR_BYTES];
   int ndirs;
@@ -282,6 +283,29 @@ static tile_status launch(void *user, tile_kernel *k, const tc_define *config, i
   return tile_launch(k, grid, stream, t->args, t->nparams);
 }
 
+/* --key-args A,B: "A=<A's --arg or -D text>,B=..." into *key; an exit
+ * code for a name that is neither. */
+static int key_of_args(const RunOptions *o, char **key) {
+  size_t n = strlen(o->key_args) + 1, at = 0;
+  for (int i = 0; i < o->nargs; i++) n += strlen(o->args[i].spec) + 1;
+  for (int i = 0; i < o->ndefines; i++) n += strlen(o->defines[i].value) + 1;
+  char *names = strdup(o->key_args), *out = malloc(n + 16);
+  int rc = names && out ? -1 : tune_error(EXIT_USAGE, "out of memory%s", "");
+  for (char *name = names, *next; rc < 0 && name; name = next) {
+    next = strchr(name, ',');
+    if (next) *next++ = '\0';
+    const char *v = run_find_arg(o, name);
+    for (int i = o->ndefines - 1; i >= 0 && !v; i--) /* the last -D of a name wins */
+      if (!strcmp(o->defines[i].name, name)) v = o->defines[i].value;
+    if (!v) rc = tune_error(EXIT_USAGE, "--key-args names '%s', which is no --arg or -D", name);
+    else at += (size_t)snprintf(out + at, n + 16 - at, "%s%s=%s", at ? "," : "", name, v);
+  }
+  free(names);
+  if (rc >= 0) free(out);
+  else *key = out;
+  return rc;
+}
+
 /* The default key: what sizes the problem (--grid, -D and --arg texts). */
 static char *default_key(const RunOptions *o) {
   size_t n = strlen(o->grid_text) + 64;
@@ -368,6 +392,10 @@ static int tune(Tune *t) {
     rc = eval_grid(t, c, true);
   }
   if (rc >= 0) return rc;
+  /* the key, before the GPU: --key, --key-args or the default */
+  if (t->o.key && t->o.key_args) return tune_error(EXIT_USAGE, "--key and --key-args: give one of them%s", "");
+  if (t->o.key_args && (rc = key_of_args(&t->o, &t->key)) >= 0) return rc;
+  if (!t->o.key && !t->key && !(t->key = default_key(&t->o))) return tune_error(EXIT_USAGE, "out of memory%s", "");
   if (first < 0) {
     fprintf(stderr, "tilec tune: no candidate compiles; the first one's diagnostics:\n");
     cli_print_diagnostics(stderr, tc_diagnostics(t->cands[0].c), cli_color_wanted(CLI_COLOR_AUTO, stderr));
@@ -388,7 +416,7 @@ static int tune(Tune *t) {
   if (tile_jit_create(&jo, &j) != TILE_OK) return tune_message(EXIT_USAGE, tile_last_error());
   const char *texts[RUN_MAX_CONFIGS];
   for (int i = 0; i < t->ncands; i++) texts[i] = t->cands[i].text;
-  char *key = t->o.key ? NULL : default_key(&t->o);
+  char *key = t->key;
   tile_jit_source src = {.filename = t->o.file, .source = t->source, .len = t->len, .kernel = t->kernel,
                          .defines = t->o.defines, .ndefines = t->o.ndefines, .include_dirs = t->dirs,
                          .ninclude_dirs = t->ndirs};
@@ -404,7 +432,6 @@ static int tune(Tune *t) {
     rc = tune_message(EXIT_SOURCE_ERROR, r ? tile_last_error() : "out of memory");
   }
   free(r);
-  free(key);
   tile_jit_destroy(j);
   return rc < 0 ? EXIT_OK : rc;
 }
@@ -428,6 +455,7 @@ int cli_tune(int argc, char **argv) {
     rc = tune(t);
   }
   free(t->kernel_owned);
+  free(t->key);
   for (int i = 0; i <= t->ncands && i <= RUN_MAX_CONFIGS; i++) {
     free(t->cands[i].strings);
     tc_free(t->cands[i].c);

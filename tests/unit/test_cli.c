@@ -1124,6 +1124,11 @@ Test(cli, tune_help_and_usage_errors) {
   const char *two = write_file("two.tile", two_src);
   expect_usage(RUN("tune", two, "--grid", "1", "--config", "A=1", "--arg", "p=zeros:4"),
                "tilec tune: the file has several kernels; choose one with -k");
+  /* the key: --key-args names --args or -D values, checked before the GPU */
+  expect_usage(RUN("tune", f, "--grid", "4", "--key-args", "n,m", TUNE_ARGS),
+               "tilec tune: --key-args names 'm', which is no --arg or -D");
+  expect_usage(RUN("tune", f, "--grid", "4", "--key-args", "n", "--key", "x", TUNE_ARGS),
+               "tilec tune: --key and --key-args: give one of them");
 }
 
 Test(cli, tune_source_errors_exit_1) {
@@ -1165,13 +1170,14 @@ Test(cli, tune_without_a_gpu_exits_3) {
    * runtime with status 3; with one, it tunes and prints the table */
   const char *f = write_file("tune.tile", tune_src);
   const char *cache = tmp_path("cache");
-  Result r = RUN("tune", f, "--grid", "cdiv(n, BLOCK), 1", "--cache", cache, TUNE_ARGS);
+  Result r = RUN("tune", f, "--grid", "cdiv(n, BLOCK), 1", "--cache", cache, "--key-args", "n", TUNE_ARGS);
   if (r.status == 3) {
     cr_expect(starts_with(r.err, "tilec tune: no GPU to run on: "), "stderr:\n%s", r.err);
     cr_expect_str_eq(r.out, "");
   } else {
     expect_status(&r, 0);
     cr_expect(strstr(r.out, "chosen: BLOCK=") != NULL, "stdout:\n%s", r.out);
+    cr_expect(strstr(r.out, "key 'n=1000'") != NULL, "stdout:\n%s", r.out);
   }
   result_free(&r);
   rmdir(cache); /* made only with a GPU: tile_jit's files are removed by no one here */
