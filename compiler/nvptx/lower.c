@@ -330,6 +330,36 @@ static bool wgmma_accumulator(const Block *body, const Value *arg) {
   return false;
 }
 
+/* The number of trips of `for i in range(lo, hi, step)`, as an unsigned
+ * value of the induction type: the values lo, lo + step, ... before hi,
+ * counted exactly (the differences are taken unsigned, so no value
+ * overflows: the last trip's value is below hi). Upward for a positive
+ * step, downward for a negative one (signed types); a step of 0, undefined
+ * in the language, makes no trips. */
+static LLVMValueRef for_trip_count(Lower *L, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step, bool is_unsigned) {
+  LLVMTypeRef t = LLVMTypeOf(lo);
+  LLVMValueRef zero = const_int(L, t, 0), one = const_int(L, t, 1);
+  LLVMValueRef step_zero = LLVMBuildICmp(L->b, LLVMIntEQ, step, zero, "");
+  /* upward: hi > lo, (hi - lo - 1) / step + 1 */
+  LLVMValueRef up = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntUGT : LLVMIntSGT, hi, lo, "");
+  LLVMValueRef positive = is_unsigned ? LLVMBuildNot(L->b, step_zero, "")
+                                      : LLVMBuildICmp(L->b, LLVMIntSGT, step, zero, "");
+  LLVMValueRef up_div = LLVMBuildSelect(L->b, positive, step, one, "");
+  LLVMValueRef up_n = LLVMBuildAdd(L->b, LLVMBuildUDiv(L->b, LLVMBuildSub(L->b, LLVMBuildSub(L->b, hi, lo, ""), one, ""),
+                                                      up_div, ""),
+                                   one, "");
+  LLVMValueRef trips = LLVMBuildSelect(L->b, LLVMBuildAnd(L->b, positive, up, ""), up_n, zero, "");
+  if (is_unsigned) return trips;
+  /* downward: lo > hi, (lo - hi - 1) / -step + 1 (-step taken unsigned:
+   * the minimum value's magnitude fits) */
+  LLVMValueRef down = LLVMBuildICmp(L->b, LLVMIntSGT, lo, hi, "");
+  LLVMValueRef negative = LLVMBuildICmp(L->b, LLVMIntSLT, step, zero, "");
+  LLVMValueRef down_div = LLVMBuildSelect(L->b, negative, LLVMBuildNeg(L->b, step, ""), one, "");
+  LLVMValueRef down_n = LLVMBuildAdd(
+      L->b, LLVMBuildUDiv(L->b, LLVMBuildSub(L->b, LLVMBuildSub(L->b, lo, hi, ""), one, ""), down_div, ""), one, "");
+  return LLVMBuildSelect(L->b, LLVMBuildAnd(L->b, negative, down, ""), down_n, trips, "trips");
+}
+
 static void lower_for(Lower *L, const Op *op) {
   LTile *lo = get_fixed(L, op->operands[0]), *hi = get_fixed(L, op->operands[1]), *step = get_fixed(L, op->operands[2]);
   int n = (int)op->nresults;
@@ -347,31 +377,29 @@ static void lower_for(Lower *L, const Op *op) {
     }
   }
   if (L->failed) return;
+  ScalarKind ik = (ScalarKind)op->operands[0]->type.kind;
+  bool is_unsigned = is_unsigned_kind(ik);
+  LLVMValueRef trips = for_trip_count(L, lo->regs[0], hi->regs[0], step->regs[0], is_unsigned);
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), header = new_block(L, "for.header"),
                     body = new_block(L, "for.body"), exit = new_block(L, "for.exit");
   LLVMBuildBr(L->b, header);
   LLVMPositionBuilderAtEnd(L->b, header);
-  ScalarKind ik = (ScalarKind)op->operands[0]->type.kind;
-  LLVMValueRef iv = LLVMBuildPhi(L->b, llvm_elem_type(L, ik), "iv");
-  LLVMAddIncoming(iv, &lo->regs[0], &pre, 1);
-  /* The loop also ends when the next value would leave the range of the
-   * type (semantics.md: no wrap-around): `wrapped` is carried. */
-  LLVMValueRef wrapped = LLVMBuildPhi(L->b, L->t_i1, "wrapped");
-  LLVMValueRef no = LLVMConstInt(L->t_i1, 0, 0);
-  LLVMAddIncoming(wrapped, &no, &pre, 1);
+  LLVMTypeRef it = llvm_elem_type(L, ik);
+  /* The trip count decides: the induction value never wraps inside the
+   * loop (semantics.md), and the loop is one LLVM counts; the value is
+   * lo + trip * step. */
+  LLVMValueRef trip = LLVMBuildPhi(L->b, it, "trip");
+  LLVMValueRef zero = const_int(L, it, 0);
+  LLVMAddIncoming(trip, &zero, &pre, 1);
   LTile **phis = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
   for (int i = 0; i < n; i++) {
     phis[i] = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
     add_incoming(phis[i], inits[i], pre);
   }
-  bool is_unsigned = is_unsigned_kind(ik);
-  LLVMValueRef up = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntULT : LLVMIntSLT, iv, hi->regs[0], "");
-  LLVMValueRef down = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntUGT : LLVMIntSGT, iv, hi->regs[0], "");
-  LLVMValueRef positive = LLVMBuildICmp(L->b, LLVMIntSGT, step->regs[0], const_int(L, LLVMTypeOf(iv), 0), "");
-  LLVMValueRef cond = is_unsigned ? up : LLVMBuildSelect(L->b, positive, up, down, "");
-  cond = LLVMBuildAnd(L->b, cond, LLVMBuildNot(L->b, wrapped, ""), "");
+  LLVMValueRef cond = LLVMBuildICmp(L->b, LLVMIntULT, trip, trips, "");
   LLVMBuildCondBr(L->b, cond, body, exit);
   LLVMPositionBuilderAtEnd(L->b, body);
+  LLVMValueRef iv = LLVMBuildAdd(L->b, lo->regs[0], LLVMBuildMul(L->b, trip, step->regs[0], ""), "iv");
   const Block *blk = &op->regions[0];
   LTile *ivt = lt_new(L, layout_of_result(L, &blk->args[0]));
   ivt->regs[0] = iv;
@@ -381,17 +409,9 @@ static void lower_for(Lower *L, const Op *op) {
   if (L->failed || !y) return;
   LTile **next = yield_tiles(L, y, op->results, n);
   if (L->failed) return;
-  LLVMTypeRef it = LLVMTypeOf(iv);
-  LLVMTypeRef pair[2] = {it, L->t_i1};
-  char name[48];
-  snprintf(name, sizeof name, "llvm.%s.with.overflow.i%u", is_unsigned ? "uadd" : "sadd", LLVMGetIntTypeWidth(it));
-  LLVMValueRef args[2] = {iv, step->regs[0]};
-  LLVMValueRef sum = call_intrinsic(L, name, LLVMStructTypeInContext(L->ctx, pair, 2, 0), args, 2);
-  LLVMValueRef iv_next = LLVMBuildExtractValue(L->b, sum, 0, "iv.next");
-  LLVMValueRef overflow = LLVMBuildExtractValue(L->b, sum, 1, "iv.wraps");
+  LLVMValueRef trip_next = LLVMBuildNUWAdd(L->b, trip, const_int(L, it, 1), "trip.next");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
-  LLVMAddIncoming(iv, &iv_next, &latch, 1);
-  LLVMAddIncoming(wrapped, &overflow, &latch, 1);
+  LLVMAddIncoming(trip, &trip_next, &latch, 1);
   for (int i = 0; i < n; i++) add_incoming(phis[i], next[i], latch);
   LLVMBuildBr(L->b, header);
   LLVMPositionBuilderAtEnd(L->b, exit);
