@@ -330,34 +330,37 @@ static bool wgmma_accumulator(const Block *body, const Value *arg) {
   return false;
 }
 
-/* The number of trips of `for i in range(lo, hi, step)`, as an unsigned
- * value of the induction type: the values lo, lo + step, ... before hi,
- * counted exactly (the differences are taken unsigned, so no value
- * overflows: the last trip's value is below hi). Upward for a positive
- * step, downward for a negative one (signed types); a step of 0, undefined
- * in the language, makes no trips. */
-static LLVMValueRef for_trip_count(Lower *L, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step, bool is_unsigned) {
+/* When `for i in range(lo, hi, step)` runs and when it goes on, without
+ * an induction value that wraps (semantics.md): it runs at all when lo is
+ * before hi in the step's direction; after the trip with value iv it goes
+ * on while the distance from lo, taken unsigned (iv - lo upward, lo - iv
+ * downward), is below limit = span - |step| (0 when the span is not
+ * larger than the step), span the unsigned distance from lo to hi: then
+ * iv + step is still before hi, so it is in range. A step of 0,
+ * undefined in the language, makes no trips. */
+typedef struct ForBounds {
+  LLVMValueRef run, limit, upward;
+} ForBounds;
+
+static ForBounds for_bounds(Lower *L, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step, bool is_unsigned) {
   LLVMTypeRef t = LLVMTypeOf(lo);
-  LLVMValueRef zero = const_int(L, t, 0), one = const_int(L, t, 1);
-  LLVMValueRef step_zero = LLVMBuildICmp(L->b, LLVMIntEQ, step, zero, "");
-  /* upward: hi > lo, (hi - lo - 1) / step + 1 */
-  LLVMValueRef up = LLVMBuildICmp(L->b, is_unsigned ? LLVMIntUGT : LLVMIntSGT, hi, lo, "");
-  LLVMValueRef positive = is_unsigned ? LLVMBuildNot(L->b, step_zero, "")
-                                      : LLVMBuildICmp(L->b, LLVMIntSGT, step, zero, "");
-  LLVMValueRef up_div = LLVMBuildSelect(L->b, positive, step, one, "");
-  LLVMValueRef up_n = LLVMBuildAdd(L->b, LLVMBuildUDiv(L->b, LLVMBuildSub(L->b, LLVMBuildSub(L->b, hi, lo, ""), one, ""),
-                                                      up_div, ""),
-                                   one, "");
-  LLVMValueRef trips = LLVMBuildSelect(L->b, LLVMBuildAnd(L->b, positive, up, ""), up_n, zero, "");
-  if (is_unsigned) return trips;
-  /* downward: lo > hi, (lo - hi - 1) / -step + 1 (-step taken unsigned:
-   * the minimum value's magnitude fits) */
-  LLVMValueRef down = LLVMBuildICmp(L->b, LLVMIntSGT, lo, hi, "");
-  LLVMValueRef negative = LLVMBuildICmp(L->b, LLVMIntSLT, step, zero, "");
-  LLVMValueRef down_div = LLVMBuildSelect(L->b, negative, LLVMBuildNeg(L->b, step, ""), one, "");
-  LLVMValueRef down_n = LLVMBuildAdd(
-      L->b, LLVMBuildUDiv(L->b, LLVMBuildSub(L->b, LLVMBuildSub(L->b, lo, hi, ""), one, ""), down_div, ""), one, "");
-  return LLVMBuildSelect(L->b, LLVMBuildAnd(L->b, negative, down, ""), down_n, trips, "trips");
+  LLVMValueRef zero = const_int(L, t, 0);
+  LLVMValueRef up = is_unsigned ? LLVMBuildICmp(L->b, LLVMIntNE, step, zero, "")
+                                : LLVMBuildICmp(L->b, LLVMIntSGT, step, zero, "");
+  LLVMValueRef up_run = LLVMBuildAnd(L->b, up, LLVMBuildICmp(L->b, is_unsigned ? LLVMIntULT : LLVMIntSLT, lo, hi, ""), "");
+  LLVMValueRef up_span = LLVMBuildSub(L->b, hi, lo, "");
+  LLVMValueRef up_limit = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntUGT, up_span, step, ""),
+                                          LLVMBuildSub(L->b, up_span, step, ""), zero, "");
+  ForBounds f = {up_run, up_limit, up};
+  if (is_unsigned) return f;
+  LLVMValueRef down = LLVMBuildICmp(L->b, LLVMIntSLT, step, zero, "");
+  LLVMValueRef down_run = LLVMBuildAnd(L->b, down, LLVMBuildICmp(L->b, LLVMIntSGT, lo, hi, ""), "");
+  LLVMValueRef down_span = LLVMBuildSub(L->b, lo, hi, ""), magnitude = LLVMBuildNeg(L->b, step, "");
+  LLVMValueRef down_limit = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntUGT, down_span, magnitude, ""),
+                                            LLVMBuildSub(L->b, down_span, magnitude, ""), zero, "");
+  f.run = LLVMBuildOr(L->b, up_run, down_run, "for.runs");
+  f.limit = LLVMBuildSelect(L->b, up, up_limit, down_limit, "for.limit");
+  return f;
 }
 
 static void lower_for(Lower *L, const Op *op) {
@@ -377,29 +380,23 @@ static void lower_for(Lower *L, const Op *op) {
     }
   }
   if (L->failed) return;
+  /* A guarded loop with its test at the end (the form LLVM's loop passes
+   * expect): pre -> body when it runs at all, latch -> body while it goes
+   * on (for_bounds), the results merged in exit. */
   ScalarKind ik = (ScalarKind)op->operands[0]->type.kind;
   bool is_unsigned = is_unsigned_kind(ik);
-  LLVMValueRef trips = for_trip_count(L, lo->regs[0], hi->regs[0], step->regs[0], is_unsigned);
-  LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), header = new_block(L, "for.header"),
-                    body = new_block(L, "for.body"), exit = new_block(L, "for.exit");
-  LLVMBuildBr(L->b, header);
-  LLVMPositionBuilderAtEnd(L->b, header);
+  ForBounds fb = for_bounds(L, lo->regs[0], hi->regs[0], step->regs[0], is_unsigned);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b), body = new_block(L, "for.body"), exit = new_block(L, "for.exit");
+  LLVMBuildCondBr(L->b, fb.run, body, exit);
+  LLVMPositionBuilderAtEnd(L->b, body);
   LLVMTypeRef it = llvm_elem_type(L, ik);
-  /* The trip count decides: the induction value never wraps inside the
-   * loop (semantics.md), and the loop is one LLVM counts; the value is
-   * lo + trip * step. */
-  LLVMValueRef trip = LLVMBuildPhi(L->b, it, "trip");
-  LLVMValueRef zero = const_int(L, it, 0);
-  LLVMAddIncoming(trip, &zero, &pre, 1);
+  LLVMValueRef iv = LLVMBuildPhi(L->b, it, "iv");
+  LLVMAddIncoming(iv, &lo->regs[0], &pre, 1);
   LTile **phis = ARENA_ARRAY(&L->arena, LTile *, n ? n : 1);
   for (int i = 0; i < n; i++) {
     phis[i] = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
     add_incoming(phis[i], inits[i], pre);
   }
-  LLVMValueRef cond = LLVMBuildICmp(L->b, LLVMIntULT, trip, trips, "");
-  LLVMBuildCondBr(L->b, cond, body, exit);
-  LLVMPositionBuilderAtEnd(L->b, body);
-  LLVMValueRef iv = LLVMBuildAdd(L->b, lo->regs[0], LLVMBuildMul(L->b, trip, step->regs[0], ""), "iv");
   const Block *blk = &op->regions[0];
   LTile *ivt = lt_new(L, layout_of_result(L, &blk->args[0]));
   ivt->regs[0] = iv;
@@ -409,13 +406,22 @@ static void lower_for(Lower *L, const Op *op) {
   if (L->failed || !y) return;
   LTile **next = yield_tiles(L, y, op->results, n);
   if (L->failed) return;
-  LLVMValueRef trip_next = LLVMBuildNUWAdd(L->b, trip, const_int(L, it, 1), "trip.next");
+  LLVMValueRef from_lo = LLVMBuildSelect(L->b, fb.upward, LLVMBuildSub(L->b, iv, lo->regs[0], ""),
+                                         LLVMBuildSub(L->b, lo->regs[0], iv, ""), "");
+  LLVMValueRef more = LLVMBuildICmp(L->b, LLVMIntULT, from_lo, fb.limit, "for.more");
+  /* (only taken when more: then the add stays in range) */
+  LLVMValueRef iv_next = LLVMBuildAdd(L->b, iv, step->regs[0], "iv.next");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
-  LLVMAddIncoming(trip, &trip_next, &latch, 1);
+  LLVMAddIncoming(iv, &iv_next, &latch, 1);
   for (int i = 0; i < n; i++) add_incoming(phis[i], next[i], latch);
-  LLVMBuildBr(L->b, header);
+  LLVMBuildCondBr(L->b, more, body, exit);
   LLVMPositionBuilderAtEnd(L->b, exit);
-  for (int i = 0; i < n; i++) set_tile(L, &op->results[i], phis[i]);
+  for (int i = 0; i < n; i++) {
+    LTile *r = phi_tile(L, layout_of_result(L, &op->results[i]), (ScalarKind)op->results[i].type.kind);
+    add_incoming(r, inits[i], pre);
+    add_incoming(r, next[i], latch);
+    set_tile(L, &op->results[i], r);
+  }
 }
 
 static void lower_if(Lower *L, const Op *op) {
