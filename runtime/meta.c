@@ -220,9 +220,11 @@ static tile_status expect_fields(const meta_parser *p, int n, const char *usage)
 static tile_status number_field(const meta_parser *p, int i, const char *what, uint64_t min, uint64_t max,
                                 uint64_t *out) {
   if (i >= p->nfields) return meta_error(p, "%s is missing", what);
-  if (!parse_number(p->fields[i], UINT64_MAX, out) || *out < min || *out > max)
+  uint64_t v = 0; /* *out is written only with a value in range: callers use it whatever the status */
+  if (!parse_number(p->fields[i], UINT64_MAX, &v) || v < min || v > max)
     return meta_error(p, "bad %s '%s' (expected a number from %llu to %llu)", what, p->fields[i],
                       (unsigned long long)min, (unsigned long long)max);
+  *out = v;
   return TILE_OK;
 }
 

@@ -458,6 +458,9 @@ Test(meta_bad, bad_numbers) {
   expect_bad_meta("tile-kernel 1\nname k\nwarps 0\nshared 0\nend\n", "bad warp count '0'", "from 1 to 32");
   expect_bad_meta("tile-kernel 1\nname k\nwarps 33\nshared 0\nend\n", "bad warp count '33'", NULL);
   expect_bad_meta("tile-kernel 1\nname k\nwarps 04\nshared 0\nend\n", "bad warp count '04'", NULL);
+  /* a count far out of range is refused before anything is computed from
+   * it (32 times it overflowed an int: found by fuzz_meta under UBSan) */
+  expect_bad_meta("tile-kernel 1\nname k\nwarps 2242157228\nshared 0\nend\n", "bad warp count '2242157228'", NULL);
   expect_bad_meta("tile-kernel 1\nname k\nwarps 4\nshared 99999999999999999999999\nend\n",
                   "line 4:", "bad shared memory size");
   expect_bad_meta("tile-kernel 1\nname k\nwarps 4\nshared -1\nend\n", "bad shared memory size '-1'", NULL);
