@@ -159,16 +159,36 @@ static bool parse_launches(const char *s, bool zero_ok, int *out) {
   return true;
 }
 
-/* The options only `tilec tune` takes, and those it does not. */
-static bool tune_only(const char *a) {
-  static const char *const only[] = {"--config", "--key",  "--key-args", "--cache",
-                                     "--warmup", "--reps", "--retune",    "--defaults"};
-  for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
-    if (!strcmp(a, only[i])) return true;
+/* The options of `tilec run` and `tilec tune`: those both take, those
+ * only run takes, those only tune takes (for the checks and "did you
+ * mean"). */
+static const char *const common_options[] = {"-k", "--kernel", "--grid", "--arg", "--seed", "-D", "-I", "-O0", "--help"};
+static const char *const run_options[] = {"--dump", "--max-steps", "--timeout"};
+static const char *const tune_options[] = {"--config", "--key",  "--key-args", "--cache",
+                                           "--warmup", "--reps", "--retune",   "--defaults"};
+#define COUNT_OF(a) ((int)(sizeof a / sizeof a[0]))
+
+static bool listed(const char *a, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(a, names[i])) return true;
   return false;
 }
 
-static bool run_only(const char *a) { return !strcmp(a, "--dump") || !strcmp(a, "--max-steps") || !strcmp(a, "--timeout"); }
+static bool tune_only(const char *a) { return listed(a, tune_options, COUNT_OF(tune_options)); }
+static bool run_only(const char *a) { return listed(a, run_options, COUNT_OF(run_options)); }
+
+/* "unknown option", with the closest option of this command. */
+static RunParse unknown_option(const char *a, bool tune, char *msg, size_t size) {
+  char q[DIAG_QUOTE_BUF], buf[SUGGEST_MAX_LEN + 1];
+  const char *known[COUNT_OF(common_options) + COUNT_OF(tune_options)];
+  int n = 0;
+  for (int i = 0; i < COUNT_OF(common_options); i++) known[n++] = common_options[i];
+  const char *const *own = tune ? tune_options : run_options;
+  for (int i = 0; i < (tune ? COUNT_OF(tune_options) : COUNT_OF(run_options)); i++) known[n++] = own[i];
+  const char *best = cli_suggest_option(a, known, n, buf, sizeof buf);
+  if (best) return parse_error(msg, size, "unknown option '%s'; did you mean '%s'?", diag_quote(q, a), best);
+  return parse_error(msg, size, "unknown option '%s'", diag_quote(q, a));
+}
 
 /* `tilec tune`'s own options. */
 static RunParse parse_tune_option(const char *a, const char *v, RunOptions *o, char *msg, size_t size) {
@@ -238,18 +258,7 @@ static RunParse parse_option(const char *a, const char *v, RunOptions *o, char *
     o->args[o->nargs].name = name;
     o->args[o->nargs++].spec = eq + 1;
   } else if (a[0] == '-' && a[1]) {
-    static const char *const known[] = {"-k",     "--kernel",    "--grid",    "--arg", "--seed",  "--dump",
-                                        "-D",     "--max-steps", "--timeout", "-I",    "-O0",     "--help",
-                                        "--config", "--key",     "--key-args", "--cache", "--warmup", "--reps",
-                                        "--retune", "--defaults"};
-    char buf[SUGGEST_MAX_LEN + 1];
-    /* run's options for run, tune's for tune (the last 8 are tune's) */
-    int n = (int)(sizeof known / sizeof known[0]);
-    const char *best = o->tune ? cli_suggest_option(a, known, n, buf, sizeof buf)
-                               : cli_suggest_option(a, known, n - 8, buf, sizeof buf);
-    if (o->tune && best && run_only(best)) best = NULL;
-    if (best) return parse_error(msg, size, "unknown option '%s'; did you mean '%s'?", diag_quote(q, a), best);
-    return parse_error(msg, size, "unknown option '%s'", diag_quote(q, a));
+    return unknown_option(a, o->tune, msg, size);
   }
   else if (o->file) return parse_error(msg, size, "more than one input file ('%s')", diag_quote(q, a));
   else o->file = a;

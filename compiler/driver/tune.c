@@ -140,13 +140,14 @@ static int find_candidates(Tune *t) {
     rc = tune_error(EXIT_USAGE, "the file has several kernels; choose one with -k%s", "");
   } else {
     t->kernel = tc_kernel_name(c, 0); /* the only one, or -k's */
-    int k = tc_kernel_find(c, t->kernel), n = tc_kernel_config_count(c, k);
+    /* the kernel's @config list, unless --config gave the candidates */
+    int n = t->o.nconfigs ? 0 : tc_kernel_config_count(c, 0);
     if (t->o.nconfigs == 0 && n == 0)
       rc = tune_error(EXIT_USAGE, "kernel '%s' declares no @config: give the candidates with --config", t->kernel);
     if (n > RUN_MAX_CONFIGS) rc = tune_error(EXIT_USAGE, "kernel '%s' has more than 64 @config", t->kernel);
-    for (int i = 0; i < n && rc < 0 && t->o.nconfigs == 0; i++) {
+    for (int i = 0; i < n && rc < 0; i++) {
       tc_define d[TUNE_MAX_BINDINGS];
-      int nd = tc_kernel_config(c, k, i, d, TUNE_MAX_BINDINGS);
+      int nd = tc_kernel_config(c, 0, i, d, TUNE_MAX_BINDINGS);
       rc = nd > TUNE_MAX_BINDINGS ? tune_error(EXIT_USAGE, "an @config of '%s' has more than 32 bindings", t->kernel)
                                   : add_candidate(t, d, nd);
     }

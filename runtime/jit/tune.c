@@ -168,9 +168,8 @@ tile_status tile_jit_time(tile_runtime *rt, const tile_jit_tune *t, int n, tile_
       return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "tile_jit_time: kernel %d is NULL or has a bad configuration", i);
   tile_status st[TILE_JIT_TUNE_MAX_CONFIGS];
   time_rounds(rt, t, n, kernels, configs, nconfigs, ms, st, NULL);
-  /* (the message is the last failure's) */
   for (int i = 0; i < n; i++)
-    if (st[i] != TILE_OK) return st[i]; /* with the failing call's message */
+    if (st[i] != TILE_OK) return st[i]; /* the message is the last failure's */
   return TILE_OK;
 }
 
@@ -239,20 +238,17 @@ static void store_choice(const char *dir, const char *path, const char *config) 
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
-/* A candidate that failed: the first line of the message in its row, and
- * the whole message in the tuning's error text (if it has room). */
-static void row_error(tile_jit_tune_row *row, char *errors, size_t *elen) {
-  const char *m = tile_last_error();
-  first_line(row->error, sizeof row->error);
+/* A failed candidate's message in the tuning's error text (if it has room). */
+static void note_error(const tile_jit_tune_row *row, const char *message, char *errors, size_t *elen) {
   if (errors && *elen < TUNE_ERROR_CHARS)
-    *elen += (size_t)snprintf(errors + *elen, TUNE_ERROR_CHARS - *elen, "\n  %s: %s", row->config, m);
+    *elen += (size_t)snprintf(errors + *elen, TUNE_ERROR_CHARS - *elen, "\n  %s: %s", row->config, message);
 }
 
-/* A candidate whose timing failed: its row's message (time_rounds put it
- * there) in the tuning's error text. */
-static void timing_error(const tile_jit_tune_row *row, char *errors, size_t *elen) {
-  if (errors && *elen < TUNE_ERROR_CHARS)
-    *elen += (size_t)snprintf(errors + *elen, TUNE_ERROR_CHARS - *elen, "\n  %s: %s", row->config, row->error);
+/* A candidate that failed now: the first line of the message in its row,
+ * all of it in the error text. */
+static void row_error(tile_jit_tune_row *row, char *errors, size_t *elen) {
+  first_line(row->error, sizeof row->error);
+  note_error(row, tile_last_error(), errors, elen);
 }
 
 tile_status tile_jit_autotune(tile_jit *j, tile_runtime *rt, const tile_jit_source *src, const tile_jit_tune *t,
@@ -336,7 +332,7 @@ tile_status tile_jit_autotune(tile_jit *j, tile_runtime *rt, const tile_jit_sour
       tile_jit_tune_row *row = rows[l];
       row->status = ts[l];
       row->ms = ts[l] == TILE_OK ? ms[l] : -1;
-      if (ts[l] != TILE_OK) timing_error(row, errors, &elen);
+      if (ts[l] != TILE_OK) note_error(row, row->error, errors, &elen); /* time_rounds wrote it */
       else if (chosen < 0 || row->ms < out->rows[chosen].ms) chosen = which[l];
     }
     for (int i = 0; i < n; i++)

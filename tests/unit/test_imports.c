@@ -202,23 +202,30 @@ Test(imports, bad_imports) {
   }
 }
 
+/* Compiles src as dir/main.tile with the source tree's lang/ as the
+ * include directory (what tilec adds), asserting it compiles. */
+static tc_compilation *compile_with_std(const char *src) {
+  const char *lang = TILE_SOURCE_ROOT "/lang";
+  char path[256];
+  snprintf(path, sizeof path, "%s/main.tile", dir);
+  tc_options o = {.include_dirs = &lang, .ninclude_dirs = 1};
+  tc_compilation *c = tc_compile(path, src, strlen(src), &o);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  return c;
+}
+
 /* The standard library's helpers from a user kernel: mlp.tile's gated
  * product (SwiGLU: silu(g) * u) through import "std/mlp.tile", with the
  * source tree's lang/ as the include directory (what tilec adds). */
 Test(imports, the_standard_library_from_a_user_kernel) {
   make_dir();
-  const char *lang = TILE_SOURCE_ROOT "/lang";
   const char *src = "import \"std/mlp.tile\";\n"
                     "kernel k(out: *f32, x: *f32) {\n"
                     "    let i = arange(0, 16);\n"
                     "    let v = load(x + i) * 0.25;\n"
                     "    store(out + i, mlp.gated(v, v + 1.0, 0));\n"
                     "}\n";
-  char path[256];
-  snprintf(path, sizeof path, "%s/main.tile", dir);
-  tc_options o = {.include_dirs = &lang, .ninclude_dirs = 1};
-  tc_compilation *c = tc_compile(path, src, strlen(src), &o);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  tc_compilation *c = compile_with_std(src);
   cr_expect_eq(tc_kernel_count(c), 1, "mlp.tile's kernels are not compiled");
   float out[16];
   run16(c, out);
@@ -234,7 +241,6 @@ Test(imports, the_standard_library_from_a_user_kernel) {
  * checked against double. */
 Test(imports, std_epilogues_and_softmax_pieces) {
   make_dir();
-  const char *lang = TILE_SOURCE_ROOT "/lang";
   const char *src = "import \"std/gemm_ws.tile\";\n"
                     "import \"std/softmax.tile\";\n"
                     "kernel k(out: *f32, x: *f32) {\n"
@@ -242,11 +248,7 @@ Test(imports, std_epilogues_and_softmax_pieces) {
                     "    let v = load(x + i) * 0.25 - 2.0;\n"
                     "    store(out + i, gemm_ws.activation(v, 3) + softmax.softmax_of(v) * softmax.LOG2E);\n"
                     "}\n";
-  char path[256];
-  snprintf(path, sizeof path, "%s/main.tile", dir);
-  tc_options o = {.include_dirs = &lang, .ninclude_dirs = 1};
-  tc_compilation *c = tc_compile(path, src, strlen(src), &o);
-  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  tc_compilation *c = compile_with_std(src);
   float out[16];
   run16(c, out);
   double sum = 0;
