@@ -9,7 +9,8 @@
  * anchor comes from bench/decode_anchor.py in the same run. The fp8 e4m3
  * cache (per-head scales) is reported in tokens per second against the
  * bf16 cache's at the same shape. TILE_BENCH_DECODE_SPLITS=N[,...] also
- * times the batch-1 shapes split N ways (printed, not rows).
+ * times the batch-1 shapes split N ways (printed, not rows);
+ * TILE_BENCH_DECODE_LAYOUTS=1 the batch-64 shapes with other cache layouts.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,15 @@ typedef struct DecodeShape {
 
 static const DecodeShape shapes[] = {{64, 8, 4096}, {64, 8, 32768}, {64, 32, 4096},
                                      {64, 32, 32768}, {1, 8, 32768},  {1, 32, 32768}};
+
+/* How the bench lays out the cache: pages of `page` tokens, NHD or HND,
+ * in a shuffled pool or in order (sequence b's pages one after another). */
+typedef struct DecodeCache {
+  int page;
+  bool hnd, ordered;
+} DecodeCache;
+
+static const DecodeCache default_cache = {DECODE_PAGE, false, false};
 
 typedef struct DecodeCall {
   const tile_paged *pg;
@@ -66,10 +76,11 @@ static uint64_t dev_i32(Gpu *g, const int32_t *v, size_t n) {
 
 /* Milliseconds of one decode step at shape s with the cache type kv; the
  * buffers are made and freed here. */
-static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, tile_paged_kv_type kv, int *splits,
-                         const Variant *sweep, int nsweep, double *sweep_ms) {
-  size_t per_seq = (size_t)(s->len + DECODE_PAGE - 1) / DECODE_PAGE, pages = per_seq * (size_t)s->batch;
-  size_t elems = pages * DECODE_PAGE * (size_t)s->heads_kv * DECODE_DIM;
+static double time_shape_in(Gpu *g, const tile_paged *pg, const DecodeShape *s, const DecodeCache *cache,
+                            tile_paged_kv_type kv, int *splits, const Variant *sweep, int nsweep, double *sweep_ms) {
+  const int page_size = cache->page;
+  size_t per_seq = (size_t)(s->len + page_size - 1) / page_size, pages = per_seq * (size_t)s->batch;
+  size_t elems = pages * page_size * (size_t)s->heads_kv * DECODE_DIM;
   const char *elem = kv == TILE_PAGED_KV_E4M3 ? "f8e4m3" : "bf16";
   double range = kv == TILE_PAGED_KV_E4M3 ? 200 : 1;
   int32_t *ids = malloc(pages * sizeof *ids), *indptr = malloc(((size_t)s->batch + 1) * sizeof *indptr);
@@ -81,7 +92,7 @@ static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, til
   if (!ids || !indptr || !lens) goto done;
   Rng r = {(uint64_t)s->len * 131 + (uint64_t)s->heads_kv};
   for (size_t i = 0; i < pages; i++) ids[i] = (int32_t)i;
-  for (size_t i = pages; i > 1; i--) { /* a shuffled pool */
+  for (size_t i = pages; i > 1 && !cache->ordered; i--) { /* a shuffled pool */
     size_t j = (size_t)rng_uniform(&r, 0, (double)i);
     if (j >= i) j = i - 1;
     int32_t t = ids[i - 1];
@@ -103,7 +114,12 @@ static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, til
   for (int i = 0; i < 9; i++)
     if (!bufs[i]) goto done;
   tile_paged_problem p = {.batch = s->batch, .heads = DECODE_HEADS, .heads_kv = s->heads_kv, .head_dim = DECODE_DIM,
-                          .page_size = DECODE_PAGE, .kv_type = kv, .max_kv_len = s->len};
+                          .page_size = page_size, .kv_type = kv, .max_kv_len = s->len};
+  if (cache->hnd) { /* [pages, heads_kv, page_size, head_dim] */
+    p.strides[0] = (int64_t)page_size * s->heads_kv * DECODE_DIM;
+    p.strides[1] = DECODE_DIM;
+    p.strides[2] = (int64_t)page_size * DECODE_DIM;
+  }
   if (tile_paged_decode_plan(pg, &p, &c.plan) != TILE_OK) {
     printf("  tile_paged_decode_plan: %s\n", tile_last_error());
     goto done;
@@ -173,6 +189,33 @@ done:
   return ms;
 }
 
+static double time_shape(Gpu *g, const tile_paged *pg, const DecodeShape *s, tile_paged_kv_type kv, int *splits,
+                         const Variant *sweep, int nsweep, double *sweep_ms) {
+  return time_shape_in(g, pg, s, &default_cache, kv, splits, sweep, nsweep, sweep_ms);
+}
+
+/* TILE_BENCH_DECODE_LAYOUTS=1: the batch-64 shapes with other cache
+ * layouts than the rows' (NHD, pages of 16, shuffled): HND, pages in
+ * order, pages of 64; bf16, the split rule's kernels, printed (not rows).
+ * Tells how much of the gap to a contiguous read is the scatter of the
+ * pages and how much the kernel. */
+static void layouts(Gpu *g, const tile_paged *pg) {
+  static const DecodeCache caches[] = {{16, false, false}, {16, true, false}, {16, false, true},
+                                       {16, true, true},   {64, false, false}, {64, true, false}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const DecodeShape *s = &shapes[i];
+    if (s->batch == 1) continue;
+    double bytes = (double)s->batch * s->len * s->heads_kv * DECODE_DIM * 2 * 2;
+    for (size_t c = 0; c < sizeof caches / sizeof caches[0]; c++) {
+      int splits = 0;
+      double ms = time_shape_in(g, pg, s, &caches[c], TILE_PAGED_KV_BF16, &splits, NULL, 0, NULL);
+      printf("layout b%d kv%d %dk bf16 page%d %s %s: %.4f ms, %.2f TB/s of K+V\n", s->batch, s->heads_kv,
+             s->len / 1024, caches[c].page, caches[c].hnd ? "HND" : "NHD", caches[c].ordered ? "ordered" : "shuffled",
+             ms, ms > 0 ? bytes / (ms * 1e9) : 0.0);
+    }
+  }
+}
+
 /* Builds of `kernel` for a sweep list "A:B[:C],..." (each entry nfields
  * numbers, bound in order to the const parameters names[]), with the
  * bf16 or e4m3 cache; what[i] gets entry i's numbers. Returns how many. */
@@ -237,6 +280,8 @@ void bench_decode(Gpu *g) {
   }
   const char *sw = getenv("TILE_BENCH_DECODE_SWEEP");
   if (sw && *sw) sweep(g, pg, sw);
+  const char *lay = getenv("TILE_BENCH_DECODE_LAYOUTS");
+  if (lay && *lay) layouts(g, pg);
   double copy_tbps = bench_copy_gbps(g, DECODE_COPY_BYTES) / 1e3;
   char name[DECODE_NAME_BYTES];
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {

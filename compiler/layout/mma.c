@@ -105,11 +105,18 @@ Layout layout_wgmma_a(const WgmmaShape *s) {
 /* ---- mma.sync m16n8k16 ---- */
 
 bool mma_shape(int M, int N, int K, int num_warps, MmaShape *out) {
+  return mma_shape_wn(M, N, K, num_warps, num_warps, out);
+}
+
+bool mma_shape_wn(int M, int N, int K, int num_warps, int max_wn, MmaShape *out) {
   memset(out, 0, sizeof *out);
-  if (!pow2(num_warps) || M < MMA_M || !pow2(M) || N < MMA_N || !pow2(N) || K < MMA_K || !pow2(K)) return false;
+  if (!pow2(num_warps) || M < MMA_M || !pow2(M) || N < MMA_N || !pow2(N) || K < MMA_K || !pow2(K) || max_wn < 1 ||
+      !pow2(max_wn))
+    return false;
   out->M = M, out->N = N, out->K = K, out->num_warps = num_warps;
   out->wm = num_warps < M / MMA_M ? num_warps : M / MMA_M;
   int left = num_warps / out->wm;
+  if (left > max_wn) left = max_wn;
   out->wn = left < N / MMA_N ? left : N / MMA_N;
   out->m_rep = M / (MMA_M * out->wm);
   out->n_rep = N / (MMA_N * out->wn);
@@ -168,4 +175,13 @@ Layout layout_mma_b(const MmaShape *s) {
   mma_lanes(&b, at(&b, 1, 0), at(&b, 0, 1));
   mma_warps(&b, s, 0, at(&b, 0, MMA_N));
   return b.l;
+}
+
+bool mma_shape_of_acc(int M, int N, int K, int num_warps, const Layout *acc, MmaShape *out) {
+  for (int wn = num_warps; wn >= 1; wn /= 2) {
+    if (!mma_shape_wn(M, N, K, num_warps, wn, out)) return false;
+    Layout l = layout_mma_acc(out);
+    if (layout_equal(&l, acc)) return true;
+  }
+  return mma_shape(M, N, K, num_warps, out);
 }

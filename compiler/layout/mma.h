@@ -74,6 +74,11 @@ typedef struct MmaShape {
 } MmaShape;
 
 bool mma_shape(int M, int N, int K, int num_warps, MmaShape *out);
+/* The same with at most max_wn warps along N (a power of two): the warps
+ * that M leaves over beyond max_wn hold replicas of the whole rows. */
+bool mma_shape_wn(int M, int N, int K, int num_warps, int max_wn, MmaShape *out);
+/* The cut whose accumulator layout is `acc` (mma_shape's when none is). */
+bool mma_shape_of_acc(int M, int N, int K, int num_warps, const Layout *acc, MmaShape *out);
 Layout layout_mma_acc(const MmaShape *s);
 Layout layout_mma_a(const MmaShape *s);
 Layout layout_mma_b(const MmaShape *s);

@@ -12,6 +12,8 @@
  *   expand_dims, reshape, trans          derived from the operand
  *   loop-carried values                  the layout of what the body yields
  *                                        (the body is assigned twice)
+ *   smem_load (16/32-bit elements)       flexible: read from the buffer in
+ *                                        each layout its users want
  * Values computed only from constants, arange, program ids and scalars are
  * "flexible": they have no layout of their own; a backward pass collects
  * the layouts their users need, and the lowering computes them once in
@@ -24,7 +26,9 @@
  * is wanted in (a page index gathered per key, then spread over the head
  * dimension): the load is given that slice, so every thread loads the
  * indices of its own rows (replicated loads, served by L1) instead of
- * exchanging them through shared memory with a barrier.
+ * exchanging them through shared memory with a barrier. The same round
+ * hints a load made before a loop, whose one use is an mma.sync operand
+ * inside it, that operand's layout (hint_dot_operands).
  */
 #include <string.h>
 
@@ -37,6 +41,13 @@
 /* Elementwise ops between a hinted load and its expand_dims (an index
  * computed from a loaded one: page * stride + slot). */
 #define HINT_DEPTH 8
+/* Values followed from a dot's result to its row reductions. */
+#define ROWS_TRACKED 16
+/* The largest N * K of an mma.sync dot whose rows are replicated over
+ * warps rather than split (dot_mma_shape): replicas redo the products,
+ * which for [16, 32] x [32, 128] (decode attention's scores) costs less
+ * than the barriers of the exchanges they save. */
+#define MMA_REPLICATE_MAX_NK 8192
 /* Widest vector access, in bytes. */
 #define VECTOR_BYTES 16
 
@@ -157,6 +168,37 @@ static void dot_dims(const Op *op, int *M, int *N, int *K) {
   *K = a_trans ? a->shape[0] : a->shape[1];
 }
 
+/* Whether the rows of a dot's result are used whole: reduced along them
+ * (a softmax's max and sum) or made, through elementwise ops, the A
+ * operand of another dot (attention's P), later in its block. */
+static bool rows_used_whole(const Op *dot) {
+  const Value *derived[ROWS_TRACKED] = {&dot->results[0]};
+  int n = 1;
+  for (const Op *op = dot->next; op; op = op->next)
+    for (uint32_t i = 0; i < op->noperands; i++) {
+      bool from = false;
+      for (int j = 0; j < n && !from; j++) from = op->operands[i] == derived[j];
+      if (!from) continue;
+      bool reduce = op->kind == OP_REDUCE_SUM || op->kind == OP_REDUCE_MAX || op->kind == OP_REDUCE_MIN;
+      if (reduce && op->attr[0] == 1) return true;
+      if (op->kind == OP_DOT && i == 0) return true;
+      if ((ir_info(op)->flags & OPF_ELEM) && op->nresults == 1 && n < ROWS_TRACKED) derived[n++] = &op->results[0];
+      break;
+    }
+  return false;
+}
+
+/* The cut of a dot into mma.sync instructions. mma_shape spreads the
+ * warps that M leaves over along N; a result whose rows are used whole
+ * would then cross warps through shared memory (with barriers) at every
+ * row reduction and on its way to the next dot's A operand. Small
+ * products are rather replicated: every warp computes whole rows. */
+static bool dot_mma_shape(const LayoutMap *m, const Op *op, int M, int N, int K, MmaShape *ms) {
+  if (!mma_shape(M, N, K, m->num_warps, ms)) return false;
+  if (ms->wn > 1 && N * K <= MMA_REPLICATE_MAX_NK && rows_used_whole(op)) return mma_shape_wn(M, N, K, m->num_warps, 1, ms);
+  return true;
+}
+
 static const Layout *dot_result_layout(LayoutMap *m, const Op *op) {
   int M, N, K;
   if (op->results[0].type.rank != 2) return canonical_of(m, op->results[0].type);
@@ -168,7 +210,7 @@ static const Layout *dot_result_layout(LayoutMap *m, const Op *op) {
   }
   if (e == DOT_MMA) {
     MmaShape ms;
-    if (mma_shape(M, N, K, m->num_warps, &ms)) return intern(m, layout_mma_acc(&ms));
+    if (dot_mma_shape(m, op, M, N, K, &ms)) return intern(m, layout_mma_acc(&ms));
   }
   return canonical_of(m, op->results[0].type);
 }
@@ -185,7 +227,7 @@ static void dot_operand_layouts(LayoutMap *m, const Op *op, const Layout **la, c
     return;
   }
   MmaShape ms;
-  if (op->operands[0]->type.rank == 2 && dot_engine(op, m->num_warps) == DOT_MMA && mma_shape(M, N, K, m->num_warps, &ms)) {
+  if (op->operands[0]->type.rank == 2 && dot_engine(op, m->num_warps) == DOT_MMA && dot_mma_shape(m, op, M, N, K, &ms)) {
     *la = intern(m, layout_mma_a(&ms));
     *lb = intern(m, layout_mma_b(&ms));
     return;
@@ -325,7 +367,15 @@ static void assign_op(LayoutMap *m, const Op *op) {
     break;
   case OP_DOT:
   case OP_WGMMA: l = dot_result_layout(m, op); break;
-  case OP_SMEM_LOAD: l = canonical_of(m, res->type); break;
+  case OP_SMEM_LOAD:
+    /* Shared memory can be read in any layout: each user gets the tile
+     * in the layout it wants straight from the buffer (ldmatrix for an
+     * mma operand of 16-bit elements), with no conversion through
+     * scratch memory and its barriers. 8-bit elements stay canonical:
+     * read in an mma operand layout they would move 2 bytes at a time. */
+    if (scalar_bytes((ScalarKind)res->type.kind) >= 2) flexible = true;
+    else l = canonical_of(m, res->type);
+    break;
   case OP_LOAD:
   case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_AND: case OP_ATOMIC_OR:
   case OP_ATOMIC_XOR: case OP_ATOMIC_XCHG: case OP_ATOMIC_CAS:
@@ -499,12 +549,40 @@ static bool hint_back(LayoutMap *m, const Value *v, const Layout *l, int depth) 
   return any;
 }
 
+/* Whether a loop lies between op and the enclosing block `outer`. */
+static bool loop_between(const Op *op, const Block *outer) {
+  for (const Block *b = op->parent; b && b != outer; b = b->parent ? b->parent->parent : NULL)
+    if (b->parent && (b->parent->kind == OP_FOR || b->parent->kind == OP_WHILE)) return true;
+  return false;
+}
+
+/* An mma.sync operand loaded before the loop the dot is in (attention's
+ * queries): the load is hinted the operand's layout, so that the tile is
+ * not converted again in every iteration. */
+static bool hint_dot_operands(LayoutMap *m, const Op *op) {
+  if (op->kind != OP_DOT || dot_engine(op, m->num_warps) != DOT_MMA) return false;
+  const Layout *want[2];
+  dot_operand_layouts(m, op, &want[0], &want[1]);
+  bool any = false;
+  for (int i = 0; i < 2; i++) {
+    const Value *x = op->operands[i];
+    const Op *d = x->def;
+    if (!d || d->kind != OP_LOAD || !want[i] || count_of(&m->uses, x) != 1 || first_fixed_operand(m, d) ||
+        ptrmap_get(&m->hints, x) || !loop_between(op, d->parent) || layout_equal(fixed_of(m, x), want[i]))
+      continue;
+    ptrmap_put(&m->hints, x, (void *)want[i]);
+    any = true;
+  }
+  return any;
+}
+
 /* broadcast(expand_dims(x)) whose result is wanted in W while x's layout
  * is not the slice of W: the loads x comes from are hinted that slice. */
 static bool hint_block(LayoutMap *m, const Block *b) {
   bool any = false;
   for (Op *op = b->first; op; op = op->next) {
     for (int r = 0; r < op->nregions; r++) any |= hint_block(m, &op->regions[r]);
+    any |= hint_dot_operands(m, op);
     if (op->kind != OP_BROADCAST || op->results[0].type.rank != 2) continue;
     const Value *e = op->operands[0];
     if (!e->def || e->def->kind != OP_EXPAND_DIMS) continue;

@@ -541,6 +541,7 @@ LTile *lower_value_op(Lower *L, const Op *op, const Layout *l) {
   case OP_EXPAND_DIMS:
   case OP_RESHAPE:
   case OP_TRANS: return lower_relabel(L, op, l);
+  case OP_SMEM_LOAD: return lower_smem_load(L, op, l);
   default: return lower_elementwise(L, op, l);
   }
 }

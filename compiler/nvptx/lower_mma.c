@@ -24,7 +24,7 @@ static LLVMValueRef pack_pair(Lower *L, LLVMValueRef lo, LLVMValueRef hi) {
 LTile *lower_mma_dot(Lower *L, const Op *op, const Layout *l) {
   const Value *av = op->operands[0], *bv = op->operands[1];
   MmaShape s;
-  if (!mma_shape(av->type.shape[0], bv->type.shape[1], av->type.shape[1], L->num_warps, &s)) {
+  if (!mma_shape_of_acc(av->type.shape[0], bv->type.shape[1], av->type.shape[1], L->num_warps, l, &s)) {
     lower_error(L, op, "internal: mma.sync shape");
     return NULL;
   }

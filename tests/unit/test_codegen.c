@@ -443,6 +443,40 @@ Test(codegen, flash_attention_key_loop_has_only_the_scheduled_barriers) {
   }
 }
 
+/* Decode attention (one query row group of 16, 2 warps): the scores are
+ * replicated over the warps rather than split along the keys, so the row
+ * max and sum are shuffles and P is the next dot's A operand in
+ * registers; K and V go from the cp.async ring straight into the mma
+ * operands (ldmatrix); the queries are loaded in the A operand's layout
+ * before the loop. The key loop keeps only the barrier the ring needs and
+ * stores nothing to shared memory. */
+Test(codegen, decode_key_loop_exchanges_nothing) {
+  static const char *const variants[][5] = {{NULL}, {"HEAD_DIM", "64", NULL}, {"WARPS", "4", "BLOCK_N", "64", NULL}};
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+    char name[128];
+    harness_describe("lang/std/paged_decode.tile", variants[i], name, sizeof name);
+    tc_compilation *c = harness_compile("lang/std/paged_decode.tile", "paged_decode", variants[i]);
+    tc_codegen_options o = {.linker = TC_LINKER_NONE};
+    cr_assert(tc_generate(c, &o), "%s: %s", name, tc_diagnostics(c));
+    char *lowered = tc_emit(c, TC_EMIT_LOWERED), *ptx = tc_emit(c, TC_EMIT_PTX);
+    HarnessLoop keys = harness_split_at_loop(lowered);
+    int scheduled = harness_count(keys.body, "barrier @");
+    char *loop = ptx_loop_holding(ptx, "mma.sync");
+    cr_assert(loop, "%s: no loop around the mma.sync", name);
+    int in_ptx = harness_count(loop, "bar.sync") + harness_count(loop, "barrier.sync");
+    cr_expect(scheduled >= 1, "%s: the ring's barrier is missing from the lowered loop", name);
+    cr_expect_eq(in_ptx, scheduled, "%s: %d barriers in the PTX key loop, %d in the lowered IR's", name, in_ptx,
+                 scheduled);
+    cr_expect_eq(harness_count(loop, "st.shared"), 0, "%s: the key loop stores to shared memory", name);
+    cr_expect(harness_count(loop, "ldmatrix") > 0, "%s: K and V are not read with ldmatrix", name);
+    free(loop);
+    harness_loop_free(&keys);
+    free(ptx);
+    free(lowered);
+    tc_free(c);
+  }
+}
+
 Test(codegen, lowered_shows_layouts) {
   tc_compilation *c = generate("lang/std/softmax.tile", NULL, TC_LINKER_NONE);
   char *text = tc_emit(c, TC_EMIT_LOWERED);
