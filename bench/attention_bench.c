@@ -162,6 +162,30 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       double e = agreement(g, o2, o1, n);
       printf("  %s: the two forwards %s (relative difference %.3g)\n", what, e <= ATTN_AGREE_TOL ? "agree" : "DISAGREE", e);
     }
+    /* TILE_BENCH_ATTN_PERSISTENT=1: the persistent experiment
+     * (tests/kernels/attention_persistent.tile), printed, checked against
+     * the ws forward's output */
+    const char *pers = getenv("TILE_BENCH_ATTN_PERSISTENT");
+    Variant pv;
+    if (ms > 0 && pers && *pers && o1 && variant_build(g, "tests/kernels/attention_persistent.tile", defs, &pv)) {
+      AttnLaunch pl = {.nk = 1};
+      pl.k[0] = pv.kernel;
+      uint32_t tiles = (uint32_t)((s->seqlen + bm - 1) / bm) * (uint32_t)(batch * heads);
+      uint32_t sms = (uint32_t)g->props.sm_count;
+      pl.grid[0][0] = tiles < sms ? tiles : sms, pl.grid[0][1] = 1, pl.grid[0][2] = 1;
+      tile_arg pa[10] = {tile_arg_ptr(o1),          tile_arg_ptr(lse),       tile_arg_tensor(&tq), tile_arg_tensor(&tk),
+                         tile_arg_tensor(&tv),      tile_arg_i64(batch),     tile_arg_i64(s->seqlen),
+                         tile_arg_i64(heads),       tile_arg_i64(heads),     tile_arg_f64(scale)};
+      memcpy(pl.args[0], pa, sizeof pa), pl.nargs[0] = 10;
+      /* poisoned first (all-ones bf16 is NaN): a kernel that writes
+       * nothing cannot agree */
+      double pms = tile_memset_d8(g->rt, o1, 0xFF, n * 2) == TILE_OK ? bench_time_ms(g, do_attn, &pl) : -1;
+      double e = pms > 0 ? agreement(g, o1, o2, n) : -1;
+      printf("persistent %s: %.4f ms, %.1f TFLOP/s (ws %.4f ms, %.1f): %s the ws forward (relative difference %.3g)\n",
+             what, pms, pms > 0 ? flops(s, batch, heads) / (pms * 1e9) : 0.0, ms, flops(s, batch, heads) / (ms * 1e9),
+             e >= 0 && e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
+      variant_free(&pv);
+    }
   }
   /* fp8 e4m3 inputs with per-tensor scales, reported against the bf16 anchors */
   Variant f8;
@@ -493,6 +517,8 @@ void bench_attention(Gpu *g) {
     return;
   }
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) bench_shape(g, &shapes[i]);
+  const char *pers = getenv("TILE_BENCH_ATTN_PERSISTENT");
+  if (pers && *pers) return; /* the forward experiment only */
   bench_backward(g, false, NULL);
   bench_backward(g, true, NULL);
 }
