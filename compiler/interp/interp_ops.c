@@ -625,6 +625,7 @@ bool interp_exec_compute(Interp *ip, const XOp *xo) {
   case OP_BLOCK_STORE: return interp_exec_block_store(ip, xo);
   case OP_DEVICE_PRINT: return exec_device_print(ip, xo);
   case OP_DEVICE_ASSERT: return exec_device_assert(ip, xo);
+  case OP_FENCE: return true; /* programs run one after another: every write is seen */
   default: return interp_fail(ip, xo, "op '%s' cannot be interpreted here", op_info[xo->kind].name);
   }
 }

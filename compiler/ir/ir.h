@@ -39,6 +39,8 @@
  *   device_print     (value?) "message": every program prints the message
  *                    and, per element, the value
  *   device_assert    (cond: i1) "message": stops the run where cond is false
+ *   fence            (): orders the program's memory operations before it
+ *                    before those after it, for every program
  *   for              (lo, hi, step, inits...) region args (iv, iters...),
  *                    body yields iters; results are the final iters
  *   if               (cond: i1) two regions that yield the results

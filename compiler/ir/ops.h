@@ -106,6 +106,9 @@
   /* debugging (the message is the op's text) */                      \
   X(DEVICE_PRINT, "device_print", -1,  0, 0, OPF_WRITE, "")          \
   X(DEVICE_ASSERT, "device_assert", 1, 0, 0, OPF_WRITE, "")          \
+  /* memory ordering between programs (reads and writes: nothing moves  \
+   * across it) */                                                     \
+  X(FENCE,        "fence",         0,  0, 0, OPF_READ | OPF_WRITE, "") \
   /* structured control flow */                                       \
   X(FOR,          "for",          -1, -1, 1, OPF_OPTATTR,             \
     "stages,producers,consumers,producer_registers,consumer_registers") \

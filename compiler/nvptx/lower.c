@@ -529,6 +529,7 @@ static void lower_op(Lower *L, const Op *op) {
     LLVMBuildRetVoid(L->b);
     return;
   case OP_STORE: lower_store(L, op); return;
+  case OP_FENCE: lower_fence(L); return;
   case OP_DEVICE_PRINT:
   case OP_DEVICE_ASSERT: lower_device_debug(L, op); return;
   case OP_BLOCK_LOAD:

@@ -193,6 +193,7 @@ void lower_async_copy(Lower *L, const Op *op);
 void lower_async_commit(Lower *L);
 void lower_async_wait(Lower *L, const Op *op);
 void lower_fence_async(Lower *L);
+void lower_fence(Lower *L);
 /* 32-bit shared address of a buffer pointer (for PTX operands). */
 LLVMValueRef smem_addr32(Lower *L, LLVMValueRef ptr);
 

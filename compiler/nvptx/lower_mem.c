@@ -306,3 +306,34 @@ LTile *lower_atomic(Lower *L, const Op *op, const Layout *l) {
   if (replicated && use_count(L, &op->results[0]) > 0) share_with_replicas(L, t, k);
   return t;
 }
+
+static bool block_has(const Block *b, OpKind kind) {
+  for (const Op *op = b->first; op; op = op->next) {
+    if (op->kind == kind) return true;
+    for (int r = 0; r < op->nregions; r++)
+      if (block_has(&op->regions[r], kind)) return true;
+  }
+  return false;
+}
+
+/* The elected thread's TMA stores written to global memory and made
+ * visible to the generic proxy. */
+static void finish_tma_stores(Lower *L, void *unused) {
+  (void)unused;
+  llvm_asm(L, "cp.async.bulk.wait_group 0;", "~{memory}", L->t_void, NULL, 0, true);
+  llvm_asm(L, "fence.proxy.async.global;", "~{memory}", L->t_void, NULL, 0, true);
+}
+
+/* fence(): every thread's memory operations before it are ordered, at GPU
+ * scope, before every thread's after it. TMA stores (store_block) are
+ * waited for first. Each thread fences its own accesses, the barrier
+ * makes the others' its own (CTA scope), and the second fence carries
+ * them to GPU scope for what follows (cumulativity): writes before the
+ * fence, then an atomic by one thread, publish the writes to a program
+ * that sees the atomic and then fences. */
+void lower_fence(Lower *L) {
+  if (block_has(&L->f->body, OP_TMA_STORE)) guarded(L, is_elected(L), finish_tma_stores, NULL);
+  llvm_asm(L, "fence.acq_rel.gpu;", "~{memory}", L->t_void, NULL, 0, true);
+  barrier(L);
+  llvm_asm(L, "fence.acq_rel.gpu;", "~{memory}", L->t_void, NULL, 0, true);
+}

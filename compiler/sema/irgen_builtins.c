@@ -684,6 +684,13 @@ IRGEN_NOINLINE static SVal bi_device_assert(const Call *c) {
   return (SVal){.kind = SV_VOID, .loc = c->loc};
 }
 
+/* fence(): the program's memory operations before it are seen by every
+ * program before those after it (spec/builtins.md, fence). */
+IRGEN_NOINLINE static SVal bi_fence(const Call *c) {
+  emit_op(c->g, OP_FENCE, 0, NULL, 0, type_scalar(SK_VOID), c->loc);
+  return (SVal){.kind = SV_VOID, .loc = c->loc};
+}
+
 SVal gen_builtin(Gen *g, Expr *e) {
   BuiltinId id = (BuiltinId)e->call.sym->id;
   Call c = {g, e, builtin_info[id].name, e->loc};
@@ -731,6 +738,7 @@ SVal gen_builtin(Gen *g, Expr *e) {
   case BI_DEVICE_PRINT: return bi_device_print(&c);
   case BI_DEVICE_ASSERT: return bi_device_assert(&c);
   case BI_STATIC_PRINT: return bi_static_print(&c);
+  case BI_FENCE: return bi_fence(&c);
   case BI_COUNT: break;
   }
   return sv_error();

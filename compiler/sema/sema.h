@@ -70,7 +70,8 @@
   X(STATIC_ASSERT, "static_assert", 1, 2, "cond,message")               \
   X(STATIC_PRINT, "static_print", 1, 2, "value,message")              \
   X(DEVICE_PRINT, "device_print", 1, 2, "message,value")              \
-  X(DEVICE_ASSERT, "device_assert", 1, 2, "cond,message")
+  X(DEVICE_ASSERT, "device_assert", 1, 2, "cond,message")             \
+  X(FENCE, "fence", 0, 0, "")
 
 typedef enum BuiltinId {
 #define X(id, name, mina, maxa, params) BI_##id,

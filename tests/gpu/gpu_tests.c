@@ -132,6 +132,20 @@ static double ref_attention(DBuf *bufs, int n, size_t bh, size_t seqlen, size_t 
 static double ref_flash_d64(DBuf *bufs, int n) { return ref_attention(bufs, n, 6, 300, 64, 0.125, false); }
 static double ref_naive(DBuf *bufs, int n) { return ref_attention(bufs, n, 2, 100, 64, 0.125, false); }
 
+/* tests/kernels/split_reduce.tile: row sums of x [SPLIT_ROWS, SPLIT_COLS]. */
+#define SPLIT_ROWS 7
+#define SPLIT_COLS 5000
+#define SPLIT_BLOCK 256
+static double ref_split_rowsum(DBuf *bufs, int n) {
+  DBuf *out = buf(bufs, n, "out"), *x = buf(bufs, n, "x");
+  double want[SPLIT_ROWS];
+  for (size_t r = 0; r < SPLIT_ROWS; r++) {
+    want[r] = 0;
+    for (size_t j = 0; j < SPLIT_COLS; j++) want[r] += dbuf_get(x, r * SPLIT_COLS + j);
+  }
+  return error_vs(out, want, SPLIT_ROWS);
+}
+
 static const Arg *find_arg(const Case *c, const char *name) {
   for (int i = 0; i < MAX_ARGS && c->args[i].name; i++)
     if (!strcmp(c->args[i].name, name)) return &c->args[i];
@@ -431,6 +445,13 @@ static const Case cases[] = {
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},
      prepare_casts, NULL, 0, false, NULL},
+    /* programs of one row merged by the last to finish: fence() between
+     * the partials, the ticket and the reads; the counters end at zero */
+    {"split_rowsum: fence, atomic ticket, last program merges", "tests/kernels/split_reduce.tile", {NULL}, SPLIT_ROWS,
+     NULL, (SPLIT_COLS + SPLIT_BLOCK - 1) / SPLIT_BLOCK,
+     {OUTB("out", SPLIT_ROWS, F32_TOL), OUTB("part", SPLIT_ROWS * ((SPLIT_COLS + SPLIT_BLOCK - 1) / SPLIT_BLOCK), F32_TOL),
+      ZEROB("count", SPLIT_ROWS, 0), INB("x", SPLIT_ROWS * SPLIT_COLS, -1, 1), SC("cols", SPLIT_COLS)},
+     NULL, ref_split_rowsum, F32_TOL, false, NULL},
     {"histogram", "tests/kernels/atomics.tile", {NULL}, 1000, "BLOCK", 0,
      {ZEROB("hist", 17, 0), ZEROB("gmax", 1, 0), INB("x", 1000, -2, 19), SC("n", 1000), SC("bins", 17)}, NULL, NULL, 0, false, NULL},
     {"naive_attention", "tests/kernels/naive_attention.tile", {NULL}, 2, NULL, 0,

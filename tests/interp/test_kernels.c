@@ -194,6 +194,38 @@ Test(kernel_atomics, one_block) { check_histogram(128, 17, 11); }
 Test(kernel_atomics, ragged) { check_histogram(1000, 17, 12); }
 Test(kernel_atomics, few) { check_histogram(5, 3, 13); }
 
+/* ---- a split reduction merged by the last program (fence) ---- */
+
+static void check_split_rowsum(int rows, int cols, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/split_reduce.tile", NULL, NULL);
+  const int block = 256, splits = (cols + block - 1) / block;
+  Rng rng = {seed};
+  HBuf out = hbuf_new("f32", rows, "out"), part = hbuf_new("f32", (size_t)rows * splits, "part");
+  HBuf count = hbuf_new("i32", rows, "count"), x = hbuf_new("f32", (size_t)rows * cols, "x");
+  hbuf_fill_uniform(&x, &rng, -1, 1);
+  hbuf_poison(&out), hbuf_poison(&part);
+  memset(count.data, 0, (size_t)rows * 4);
+  tc_arg args[5] = {{.p = out.data}, {.p = part.data}, {.p = count.data}, {.p = x.data}, {.i = cols}};
+  const HBuf *bufs[] = {&out, &part, &count, &x};
+  harness_run(c, (int64_t[3]){rows, splits, 1}, args, 5, bufs, 4);
+  for (int r = 0; r < rows; r++) {
+    double want = 0, mag = 0;
+    for (int j = 0; j < cols; j++) {
+      double v = hbuf_get(&x, (size_t)r * cols + j);
+      want += v, mag += fabs(v);
+    }
+    double got = hbuf_get(&out, r);
+    cr_expect(fabs(got - want) <= 1e-5 * mag, "row %d: %.9g, expected %.9g", r, got, want);
+    cr_expect(hbuf_get(&count, r) == 0, "row %d: the counter is left at %g", r, hbuf_get(&count, r));
+  }
+  hbuf_free(&out), hbuf_free(&part), hbuf_free(&count), hbuf_free(&x);
+  tc_free(c);
+}
+
+Test(kernel_fence, split_rows) { check_split_rowsum(5, 1000, 21); }
+Test(kernel_fence, one_split) { check_split_rowsum(3, 200, 22); }
+Test(kernel_fence, many_splits) { check_split_rowsum(2, 64 * 256, 23); }
+
 /* ---- naive attention ---- */
 
 static void check_naive_attention(int bh, int seqlen, bool causal, uint64_t seed) {

@@ -477,6 +477,32 @@ Test(codegen, decode_key_loop_exchanges_nothing) {
   }
 }
 
+/* fence(): a GPU-scope fence in every thread, a block barrier, another
+ * fence (tests/kernels/split_reduce.tile has two); after store_block the
+ * elected thread first waits for its TMA stores and fences the async
+ * proxy. */
+Test(codegen, fence_orders_memory_at_gpu_scope) {
+  tc_compilation *c = generate("tests/kernels/split_reduce.tile", NULL, TC_LINKER_NONE);
+  char *ptx = tc_emit(c, TC_EMIT_PTX);
+  cr_expect_eq(harness_count(ptx, "fence.acq_rel.gpu;"), 4, "%s", ptx);
+  const char *first = strstr(ptx, "fence.acq_rel.gpu;"), *bar = first ? strstr(first, "bar.sync") : NULL;
+  const char *second = first ? strstr(first + 1, "fence.acq_rel.gpu;") : NULL;
+  cr_expect(bar && second && bar < second, "no barrier between the two fences of one fence()");
+  cr_expect(strstr(ptx, "cp.async.bulk.wait_group 0;") == NULL, "TMA store waits without a TMA store");
+  free(ptx);
+  tc_free(c);
+  char *tma = harness_emit_source("kernel k(dst: tensor<f32, 2>, src: tensor<f32, 2>, flag: *i32) {\n"
+                                  "    store_block(dst, [0, 0], load_block(src, [0, 0], [32, 64]));\n"
+                                  "    fence();\n"
+                                  "    atomic_add(flag, 1);\n"
+                                  "}\n",
+                                  TC_EMIT_PTX);
+  const char *wait = strstr(tma, "cp.async.bulk.wait_group 0;"), *fence = strstr(tma, "fence.acq_rel.gpu;");
+  cr_expect(wait && fence && wait < fence && strstr(wait, "fence.proxy.async.global;"),
+            "the TMA store is not finished before the fence:\n%s", tma);
+  free(tma);
+}
+
 Test(codegen, lowered_shows_layouts) {
   tc_compilation *c = generate("lang/std/softmax.tile", NULL, TC_LINKER_NONE);
   char *text = tc_emit(c, TC_EMIT_LOWERED);

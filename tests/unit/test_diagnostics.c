@@ -40,6 +40,11 @@ typedef struct DiagCase {
 #define SRC(s) s, sizeof(s) - 1
 
 static const DiagCase cases[] = {
+    /* ---- fence ---- */
+    {"fence with an argument", SRC("kernel k() { fence(1); }"), NULL, NULL,
+     "t.tile:1:20: error: 'fence' takes 0 arguments (got 1)"},
+    {"the value of a fence", SRC("kernel k(o: *i32) { let f = fence(); }"), NULL, NULL,
+     "t.tile:1:29: error: this call has no value to bind to 'f'"},
     /* ---- lexical ---- */
     {"invalid UTF-8 in code", SRC("kernel k() { let x\xff = 1; }"), NULL, NULL,
      "t.tile:1:19: error: invalid UTF-8 byte 0xff"},

@@ -58,7 +58,7 @@ static uint32_t rnd(Gen *g, uint32_t n) {
   return (uint32_t)(g->rng % n);
 }
 
-static const SrcLoc noloc = {0, 0};
+static const SrcLoc noloc = {0};
 
 static Value *push(Gen *g, Value *v) {
   if (g->npool < GEN_MAX_POOL) g->pool[g->npool++] = v;
