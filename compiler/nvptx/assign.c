@@ -585,6 +585,13 @@ static bool hint_block(LayoutMap *m, const Block *b) {
     any |= hint_dot_operands(m, op);
     if (op->kind != OP_BROADCAST || op->results[0].type.rank != 2) continue;
     const Value *e = op->operands[0];
+    /* through unary elementwise ops of the expanded shape, used only
+     * there (-lse[None, :] is neg(expand_dims(lse))) */
+    for (int d = 0; d < HINT_DEPTH && e->def && e->def->kind != OP_EXPAND_DIMS; d++) {
+      const Op *u = e->def;
+      if ((ir_info(u)->flags & OPF_PE) != OPF_PE || u->noperands != 1 || count_of(&m->uses, e) != 1) break;
+      e = u->operands[0];
+    }
     if (!e->def || e->def->kind != OP_EXPAND_DIMS) continue;
     const Value *x = e->def->operands[0];
     LayoutInfo *ri = layouts_get(m, &op->results[0]);
