@@ -477,6 +477,46 @@ Test(codegen, decode_key_loop_exchanges_nothing) {
   }
 }
 
+/* The layout listing's line for the first dot of a two-warp kernel whose
+ * [16, 32] scores are `use`d. */
+static char *dot_layout_line(const char *use) {
+  char src[1024];
+  snprintf(src, sizeof src,
+           "@warps(2)\n"
+           "kernel k(o: *f32, q: *bf16, kk: *bf16) {\n"
+           "    let r = arange(0, 16);\n"
+           "    let c = arange(0, 32);\n"
+           "    let d = arange(0, 64);\n"
+           "    let s = dot(load(q + r[:, None] * 64 + d[None, :]), trans(load(kk + c[:, None] * 64 + d[None, :])));\n"
+           "    %s\n"
+           "}\n",
+           use);
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  char *text = tc_emit(c, TC_EMIT_LOWERED);
+  tc_free(c);
+  const char *at = strstr(text, "(dot): f[16, 32]");
+  cr_assert(at, "no dot layout in:\n%s", text);
+  size_t n = strcspn(at, "\n");
+  char *line = malloc(n + 1);
+  memcpy(line, at, n), line[n] = 0;
+  free(text);
+  return line;
+}
+
+/* A small mma.sync product whose rows are reduced is replicated over the
+ * warps (warp basis 0: the row max is shuffles); stored as it is, its
+ * columns are split over the warps. */
+Test(codegen, small_dot_rows_replicated_only_when_used_whole) {
+  char *reduced = dot_layout_line("store(o + r, max(s, 1));");
+  cr_expect(strstr(reduced, "warp=[0]") != NULL, "%s", reduced);
+  char *stored = dot_layout_line("store(o + r[:, None] * 32 + c[None, :], s);");
+  cr_expect(strstr(stored, "warp=[0]") == NULL, "%s", stored);
+  free(reduced);
+  free(stored);
+}
+
 /* fence(): a GPU-scope fence in every thread, a block barrier, another
  * fence (tests/kernels/split_reduce.tile has two); after store_block the
  * elected thread first waits for its TMA stores and fences the async
