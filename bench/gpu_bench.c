@@ -788,7 +788,7 @@ static double gemm_time_paired(GemmProblem *p, GemmPrecision prec, LaunchFn fn, 
 
 typedef struct TileGemm {
   Variant v;
-  tile_arg args[9];
+  tile_arg args[12];
   int nargs;
   uint32_t grid[3];
   tile_tensor t[3];
@@ -928,7 +928,59 @@ static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stage
   variant_free(&k.v);
 }
 
+/* tests/kernels/gemm_streamk.tile (128x256x64, 4 stages) on as many
+ * programs as run at once: whole tiles in full waves, the last
+ * tiles % programs + programs tiles cut along k over all programs. */
+static void bench_tile_gemm_streamk(GemmProblem *p) {
+  const char *label = "tile WS 128x256x64 4 stages 1+2 wg persistent, stream-K tail";
+  TileGemm k;
+  memset(&k, 0, sizeof k);
+  if (!variant_build(p->g, "tests/kernels/gemm_streamk.tile", NULL, &k.v)) return;
+  uint32_t resident = 0;
+  if (tile_kernel_resident_programs(k.v.kernel, &resident) != TILE_OK) {
+    printf("%s: %s\n", label, tile_last_error());
+    variant_free(&k.v);
+    return;
+  }
+  uint32_t tiles = (uint32_t)(((p->m + 127) / 128) * ((p->n + 255) / 256));
+  uint64_t ws = 0, count = 0;
+  size_t ws_bytes = (size_t)2 * resident * 128 * 256 * 4;
+  if (tile_mem_alloc(p->g->rt, ws_bytes, &ws) != TILE_OK || tile_mem_alloc(p->g->rt, (size_t)tiles * 4, &count) != TILE_OK ||
+      tile_memset_d8(p->g->rt, count, 0, (size_t)tiles * 4) != TILE_OK) {
+    printf("%s: %s\n", label, tile_last_error());
+  } else {
+    k.t[0] = (tile_tensor){p->c, 2, {p->m, p->n}, {p->n, 1}};
+    k.t[1] = (tile_tensor){p->a, 2, {p->m, p->k}, {p->k, 1}};
+    k.t[2] = (tile_tensor){p->b, 2, {p->k, p->n}, {p->n, 1}};
+    k.args[k.nargs++] = tile_arg_tensor(&k.t[0]);
+    k.args[k.nargs++] = tile_arg_ptr(p->c);
+    k.args[k.nargs++] = tile_arg_i32(p->n);
+    k.args[k.nargs++] = tile_arg_tensor(&k.t[1]);
+    k.args[k.nargs++] = tile_arg_tensor(&k.t[2]);
+    k.args[k.nargs++] = tile_arg_ptr(ws);
+    k.args[k.nargs++] = tile_arg_ptr(count);
+    k.args[k.nargs++] = tile_arg_i32(p->m);
+    k.args[k.nargs++] = tile_arg_i32(p->n);
+    k.args[k.nargs++] = tile_arg_i32(p->k);
+    k.grid[0] = resident < tiles ? resident : tiles, k.grid[1] = k.grid[2] = 1;
+    double anchor;
+    double ms = gemm_time_paired(p, GEMM_BF16, do_tile_gemm, &k, &anchor);
+    char full[112];
+    snprintf(full, sizeof full, "%s (%u programs)", label, k.grid[0]);
+    gemm_report(p, full, GEMM_BF16, ms, anchor, p->c);
+  }
+  if (ws) tile_mem_free(p->g->rt, ws);
+  if (count) tile_mem_free(p->g->rt, count);
+  variant_free(&k.v);
+}
+
 static void bench_gemm_kernels(GemmProblem *p) {
+  const char *sk = getenv("TILE_BENCH_GEMM_STREAMK");
+  if (sk && *sk) { /* the stream-K experiment beside the persistent kernel only */
+    bench_tile_gemm_ws(p, 128, 256, 64, 4, 2, true, false, 0, 1);
+    bench_tile_gemm_streamk(p);
+    return;
+  }
   static const struct {
     bool tma;
     int bm, bn, bk, stages, warps;

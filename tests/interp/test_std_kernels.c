@@ -225,6 +225,52 @@ static void check_tma_gemm_on(const char *file, const char *type, const char *ou
   tc_free(c);
 }
 
+/* tests/kernels/gemm_streamk.tile on `programs` programs: C against
+ * float64, the clipped columns untouched, the tail tiles' counters back at
+ * zero. */
+static void check_streamk(int m, int n, int k, int64_t programs, uint64_t seed) {
+  tc_compilation *c = harness_compile("tests/kernels/gemm_streamk.tile", NULL, NULL);
+  Rng rng = {seed};
+  TMat a = tmat_new("bf16", m, k, 16, "a"), b = tmat_new("bf16", k, n, 16, "b"), cm = tmat_new("bf16", m, n, 8, "c");
+  int tiles = (int)(harness_cdiv(m, 128) * harness_cdiv(n, 256));
+  HBuf ws = hbuf_new("f32", (size_t)2 * programs * 128 * 256, "ws"), count = hbuf_new("i32", (size_t)tiles, "count");
+  hbuf_fill_uniform(&a.b, &rng, -1, 1);
+  hbuf_fill_uniform(&b.b, &rng, -1, 1);
+  hbuf_poison(&cm.b), hbuf_poison(&ws);
+  memset(count.data, 0, (size_t)tiles * 4);
+  tc_arg args[10] = {tmat_arg(&cm), {.p = cm.b.data}, {.i = cm.ld}, tmat_arg(&a), tmat_arg(&b), {.p = ws.data},
+                     {.p = count.data}, {.i = m}, {.i = n}, {.i = k}};
+  const HBuf *bufs[] = {&cm.b, &a.b, &b.b, &ws, &count};
+  harness_run(c, (int64_t[3]){programs, 1, 1}, args, 10, bufs, 5);
+  double worst = 0, ref = 0;
+  for (int i = 0; i < m; i++) {
+    for (int j = 0; j < n; j++) {
+      double sum = 0;
+      for (int p = 0; p < k; p++) sum += tmat_get(&a, i, p) * tmat_get(&b, p, j);
+      double got = tmat_get(&cm, i, j);
+      worst = isnan(got) ? INFINITY : fmax(worst, fabs(got - sum));
+      ref = fmax(ref, fabs(sum));
+    }
+    for (int j = n; j < cm.ld; j++) cr_assert(isnan(tmat_get(&cm, i, j)), "the store is clipped at column n");
+  }
+  cr_expect(worst / ref < BF16_TOL, "stream-K %dx%dx%d on %d programs: rel error %g", m, n, k, (int)programs,
+            worst / ref);
+  for (int t = 0; t < tiles; t++) cr_expect(hbuf_get(&count, t) == 0, "counter %d left at %g", t, hbuf_get(&count, t));
+  hbuf_free(&a.b), hbuf_free(&b.b), hbuf_free(&cm.b), hbuf_free(&ws), hbuf_free(&count);
+  tc_free(c);
+}
+
+/* 9 tiles of 128 x 256, 4 k-steps: on 4 programs 4 whole tiles and 5
+ * cut into segments across programs; on 2 the tail is 3 tiles; on 9 and
+ * 1 there is no tail (all stream-K, all whole tiles); on 7 and 16
+ * segments of 1 k-step and programs with nothing to do. */
+Test(std_gemm_streamk, tail_over_4_programs) { check_streamk(300, 520, 200, 4, 61); }
+Test(std_gemm_streamk, tail_over_2_programs) { check_streamk(300, 520, 200, 2, 62); }
+Test(std_gemm_streamk, all_streamed) { check_streamk(300, 520, 200, 9, 63); }
+Test(std_gemm_streamk, one_program) { check_streamk(300, 520, 200, 1, 64); }
+Test(std_gemm_streamk, seven_programs) { check_streamk(300, 520, 200, 7, 65); }
+Test(std_gemm_streamk, more_programs_than_units) { check_streamk(130, 260, 64, 16, 66); }
+
 static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
                            bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed) {
   check_tma_gemm_on(file, type, out, m, n, k, a_trans, b_trans, scale_a, scale_b, tol, seed, 0, NULL);
