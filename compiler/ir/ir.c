@@ -116,6 +116,15 @@ bool ir_const_int(const Value *v, int64_t *out) {
   return true;
 }
 
+bool ir_block_has(const Block *b, OpKind kind) {
+  for (const Op *op = b->first; op; op = op->next) {
+    if (op->kind == kind) return true;
+    for (int r = 0; r < op->nregions; r++)
+      if (ir_block_has(&op->regions[r], kind)) return true;
+  }
+  return false;
+}
+
 static Value *resolve_repl(Value *v) {
   while (v->repl) v = v->repl;
   return v;

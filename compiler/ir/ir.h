@@ -237,6 +237,8 @@ const OpInfo *ir_info(const Op *op);
 bool ir_is_const(const Value *v);
 /* Integer value of a constant integer (or i1) value. */
 bool ir_const_int(const Value *v, int64_t *out);
+/* Whether b holds an op of this kind, at any depth. */
+bool ir_block_has(const Block *b, OpKind kind);
 
 /* Replacement: set from->repl = to for any number of values, then one call
  * rewrites every operand in the function (chains are followed). */

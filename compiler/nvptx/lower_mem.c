@@ -307,15 +307,6 @@ LTile *lower_atomic(Lower *L, const Op *op, const Layout *l) {
   return t;
 }
 
-static bool block_has(const Block *b, OpKind kind) {
-  for (const Op *op = b->first; op; op = op->next) {
-    if (op->kind == kind) return true;
-    for (int r = 0; r < op->nregions; r++)
-      if (block_has(&op->regions[r], kind)) return true;
-  }
-  return false;
-}
-
 /* The elected thread's TMA stores written to global memory and made
  * visible to the generic proxy. */
 static void finish_tma_stores(Lower *L, void *unused) {
@@ -332,7 +323,7 @@ static void finish_tma_stores(Lower *L, void *unused) {
  * fence, then an atomic by one thread, publish the writes to a program
  * that sees the atomic and then fences. */
 void lower_fence(Lower *L) {
-  if (block_has(&L->f->body, OP_TMA_STORE)) guarded(L, is_elected(L), finish_tma_stores, NULL);
+  if (ir_block_has(&L->f->body, OP_TMA_STORE)) guarded(L, is_elected(L), finish_tma_stores, NULL);
   llvm_asm(L, "fence.acq_rel.gpu;", "~{memory}", L->t_void, NULL, 0, true);
   barrier(L);
   llvm_asm(L, "fence.acq_rel.gpu;", "~{memory}", L->t_void, NULL, 0, true);

@@ -86,15 +86,6 @@ static bool in_body(const Pipe *p, const Value *v) {
   return false;
 }
 
-static bool has_fence(const Block *b) {
-  for (const Op *op = b->first; op; op = op->next) {
-    if (op->kind == OP_FENCE) return true;
-    for (int r = 0; r < op->nregions; r++)
-      if (has_fence(&op->regions[r])) return true;
-  }
-  return false;
-}
-
 static bool writes_memory(const Block *b) {
   for (const Op *op = b->first; op; op = op->next) {
     if (op_info[op->kind].flags & OPF_WRITE) return true;
@@ -572,7 +563,7 @@ bool sched_pipeline_loop(Sched *s, Op *loop) {
   int64_t step;
   if (!ir_const_int(p->step, &step) || step <= 0) return false; /* only counting-up loops with a constant step */
   /* loads issued iterations ahead would cross the fences between */
-  if (has_fence(p->body)) return false;
+  if (ir_block_has(p->body, OP_FENCE)) return false;
   p->readonly = !writes_memory(p->body);
   for (Op *op = p->body->first; op; op = op->next) {
     DotEngine e = op->kind == OP_DOT ? dot_engine(op, s->num_warps) : DOT_FMA;

@@ -458,20 +458,12 @@ static bool run_varlen(Gpu *g, const VarlenCase *c, bool ws, uint64_t seed) {
   return ok;
 }
 
-/* Prints a case's line and counts it. */
-static void report(Gpu *g, const char *name, bool ok, double t0, int *failed) {
-  printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
-  fflush(stdout);
-  if (ok) g->passed++;
-  else g->failed++, ++*failed;
-}
-
 int gpu_attention_tests(Gpu *g, const char *only) {
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (only && !strstr(cases[i].name, only)) continue;
     double t0 = now_ms();
-    report(g, cases[i].name, run_attention(g, &cases[i], 7000 + i), t0, &failed);
+    gpu_report(g, cases[i].name, run_attention(g, &cases[i], 7000 + i), t0, &failed);
   }
   for (int ws = 0; ws < 2; ws++)
     for (size_t i = 0; i < sizeof varlen_cases / sizeof varlen_cases[0]; i++) {
@@ -479,7 +471,7 @@ int gpu_attention_tests(Gpu *g, const char *only) {
       snprintf(name, sizeof name, "%s%s", varlen_cases[i].name, ws ? " (flash_attention_ws)" : "");
       if (only && !strstr(name, only)) continue;
       double t0 = now_ms();
-      report(g, name, run_varlen(g, &varlen_cases[i], ws, 7100 + i), t0, &failed);
+      gpu_report(g, name, run_varlen(g, &varlen_cases[i], ws, 7100 + i), t0, &failed);
     }
   return failed;
 }

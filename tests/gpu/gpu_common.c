@@ -15,6 +15,17 @@ double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+void gpu_report(Gpu *g, const char *name, bool ok, double t0, int *failed) {
+  printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
+  fflush(stdout);
+  if (ok) {
+    g->passed++;
+  } else {
+    g->failed++;
+    if (failed) ++*failed;
+  }
+}
+
 int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

@@ -94,6 +94,9 @@ bool dbuf_upload(Gpu *g, DBuf *b);
 bool dbuf_download(Gpu *g, DBuf *b);
 
 double now_ms(void);
+/* Prints a case's line ("ok  " or "FAIL", its name, the milliseconds
+ * since t0) and counts it in g, and in *failed when failed is not NULL. */
+void gpu_report(Gpu *g, const char *name, bool ok, double t0, int *failed);
 int cmp_double(const void *a, const void *b);
 
 #endif

@@ -149,10 +149,7 @@ int gpu_debug_tests(Gpu *g, const char *only) {
     if (only && !strstr(names[i], only)) continue;
     double t0 = now_ms();
     bool ok = i == 0 ? check_print(g) : check_assert(g);
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    gpu_report(g, names[i], ok, t0, &failed);
   }
   return failed;
 }

@@ -507,20 +507,14 @@ int gpu_gemm_tests(Gpu *g, const char *only) {
     if (only && !strstr(sc->name, only)) continue;
     double t0 = now_ms();
     bool ok = run_streamk(g, sc, 6000 + i);
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", sc->name, now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    gpu_report(g, sc->name, ok, t0, &failed);
   }
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const GemmCase *gc = &cases[i];
     if (only && !strstr(gc->name, only)) continue;
     double t0 = now_ms();
     bool ok = run_gemm(g, gc, 5000 + i);
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", gc->name, now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    gpu_report(g, gc->name, ok, t0, &failed);
   }
   return failed;
 }

@@ -91,10 +91,7 @@ int gpu_jit_tests(Gpu *g, const char *only) {
   tile_jit_clear(b, NULL);
   tile_jit_destroy(a), tile_jit_destroy(b);
   rmdir(dir);
-  printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
-  fflush(stdout);
-  if (ok) g->passed++;
-  else g->failed++;
+  gpu_report(g, name, ok, t0, NULL);
   return ok ? 0 : 1;
 }
 
@@ -233,9 +230,6 @@ int gpu_tune_tests(Gpu *g, const char *only) {
   if (b) tile_jit_clear(b, &removed);
   tile_jit_destroy(a), tile_jit_destroy(b);
   rmdir(dir);
-  printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
-  fflush(stdout);
-  if (ok) g->passed++;
-  else g->failed++;
+  gpu_report(g, name, ok, t0, NULL);
   return ok ? 0 : 1;
 }

@@ -443,10 +443,7 @@ int gpu_mlp_tests(Gpu *g, const char *only) {
     case 11: ok = run_moe(g, 8204, 128, 8, 600, 128, 192, MOE_ALL_TO_5, 30); break;
     default: ok = run_mlp_fp8(g, 8300); break;
     }
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", names[i], now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    gpu_report(g, names[i], ok, t0, &failed);
   }
   return failed;
 }

@@ -502,10 +502,7 @@ int gpu_paged_tests(Gpu *g, const char *only) {
               : i == nc     ? run_append(g, pg)
               : i == nc + 1 ? run_pages(g, pg)
                             : run_prefill(g, pg, &prefill_cases[i - nc - 2], 8200 + i);
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    gpu_report(g, name, ok, t0, &failed);
   }
   tile_paged_destroy(pg);
   return failed;

@@ -532,10 +532,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
     if (only && !strstr(c->name, only)) continue;
     double t0 = now_ms();
     bool ok = run_case(&g, c, 1000 + i);
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", c->name, now_ms() - t0);
-    fflush(stdout);
-    if (ok) g.passed++;
-    else g.failed++;
+    gpu_report(&g, c->name, ok, t0, NULL);
   }
   gpu_tma_tests(&g, only);
   gpu_attention_tests(&g, only);

@@ -200,10 +200,7 @@ int gpu_tma_tests(Gpu *g, const char *only) {
               : i == ncopy     ? run_debug_trap(g, "barrier", "tma_copy", "mbarrier wait timed out")
               : i == ncopy + 1 ? run_debug_trap(g, "offset", "tma_copy", "load_block offset 3 in the last dimension of 'src'")
                                : run_debug_trap(g, "ws", "gemm_ws", "mbarrier wait timed out");
-    printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
-    fflush(stdout);
-    if (ok) g->passed++;
-    else g->failed++, failed++;
+    gpu_report(g, name, ok, t0, &failed);
   }
   return failed;
 }
