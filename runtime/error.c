@@ -31,6 +31,8 @@ static const char *const status_names[] = {
     [TILE_ERROR_BAD_METADATA] = "TILE_ERROR_BAD_METADATA",
     [TILE_ERROR_UNSUPPORTED] = "TILE_ERROR_UNSUPPORTED",
     [TILE_ERROR_COMPILE] = "TILE_ERROR_COMPILE",
+    [TILE_ERROR_NO_NCCL] = "TILE_ERROR_NO_NCCL",
+    [TILE_ERROR_NCCL] = "TILE_ERROR_NCCL",
 };
 
 const char *tile_status_name(tile_status status) {

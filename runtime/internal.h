@@ -135,7 +135,11 @@ void tilert_free(const tilert_allocator *a, void *ptr, size_t size);
   X(graph_launch, PFN_cuGraphLaunch_v10000, "cuGraphLaunch", NULL, true)                              \
   X(graph_exec_destroy, PFN_cuGraphExecDestroy_v10000, "cuGraphExecDestroy", NULL, true)              \
   X(graph_destroy, PFN_cuGraphDestroy_v10000, "cuGraphDestroy", NULL, true)                           \
-  X(tensor_map_encode_tiled, PFN_cuTensorMapEncodeTiled_v12000, "cuTensorMapEncodeTiled", NULL, false)
+  X(tensor_map_encode_tiled, PFN_cuTensorMapEncodeTiled_v12000, "cuTensorMapEncodeTiled", NULL, false)      \
+  X(stream_wait_event, PFN_cuStreamWaitEvent_v3020, "cuStreamWaitEvent", NULL, true)                  \
+  X(device_can_access_peer, PFN_cuDeviceCanAccessPeer_v4000, "cuDeviceCanAccessPeer", NULL, true)     \
+  X(ctx_enable_peer_access, PFN_cuCtxEnablePeerAccess_v4000, "cuCtxEnablePeerAccess", NULL, true)     \
+  X(memcpy_peer_async, PFN_cuMemcpyPeerAsync_v4000, "cuMemcpyPeerAsync", NULL, true)
 
 typedef struct tilert_driver {
   void *library; /* dlopen handle */

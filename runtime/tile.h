@@ -70,6 +70,8 @@ typedef enum tile_status {
   TILE_ERROR_BAD_METADATA,     /* kernel metadata malformed or inconsistent */
   TILE_ERROR_UNSUPPORTED,      /* the device cannot run the kernel as built */
   TILE_ERROR_COMPILE,          /* run-time compilation failed (tile_jit.h): the diagnostics are the message */
+  TILE_ERROR_NO_NCCL,          /* libnccl.so.2 missing, too old, or broken (tile_nccl.h) */
+  TILE_ERROR_NCCL,             /* NCCL reported an error: its text is the message */
 } tile_status;
 
 /* "TILE_OK", "TILE_ERROR_NO_DRIVER", ...; never NULL. */
@@ -374,6 +376,34 @@ tile_status tile_memset_d8(tile_runtime *rt, uint64_t dst, uint8_t value, size_t
 /* Device-to-device copy on a stream (NULL: the default stream); returns
  * without waiting. */
 tile_status tile_memcpy_dtod(tile_runtime *rt, uint64_t dst, uint64_t src, size_t bytes, tile_stream *stream);
+
+/* ---- several devices --------------------------------------------------------
+ * One tile_runtime per device (tile_config.device); each call makes its
+ * runtime's context current, so one thread can drive every device in turn.
+ * Collectives between devices are in tile_nccl.h (libtile_dist). */
+
+/* How many CUDA devices the driver sees (cfg may be NULL: the default
+ * driver library). No driver: TILE_ERROR_NO_DRIVER and *count 0; a driver
+ * without devices: TILE_OK and *count 0. Creates no runtime. */
+tile_status tile_device_count(const tile_config *cfg, int *count);
+
+/* Lets kernels and copies on rt's device read and write peer's device
+ * memory (cuCtxEnablePeerAccess; enabling it twice is not an error). Where
+ * the hardware has no peer path, returns TILE_OK with *enabled false
+ * (copies between the two still work, staged by the driver). The same
+ * device: *enabled true. */
+tile_status tile_peer_access_enable(tile_runtime *rt, tile_runtime *peer, bool *enabled);
+
+/* Copies bytes from src (src_rt's device) to dst (dst_rt's device) on
+ * stream, which belongs to either runtime (NULL: the destination's
+ * default stream); returns without waiting. */
+tile_status tile_memcpy_peer(tile_runtime *dst_rt, uint64_t dst, tile_runtime *src_rt, uint64_t src, size_t bytes,
+                             tile_stream *stream);
+
+/* Work issued to s after this call waits until e (recorded on any stream
+ * of any device) has completed; the host does not wait. s must not be
+ * NULL. */
+tile_status tile_stream_wait_event(tile_stream *s, const tile_event *e);
 
 /* ---- escape hatches ------------------------------------------------------
  * For benchmarks and interoperation: the driver objects behind the handles. */
