@@ -250,6 +250,7 @@ tile_status tile_comm_destroy(tile_comm *comm) {
 int tile_comm_rank(const tile_comm *comm) { return comm ? comm->rank : -1; }
 int tile_comm_size(const tile_comm *comm) { return comm ? comm->size : 0; }
 tile_runtime *tile_comm_runtime(const tile_comm *comm) { return comm ? comm->rt : NULL; }
+tile_nccl *tile_comm_nccl(const tile_comm *comm) { return comm ? comm->nccl : NULL; }
 
 /* ---- collectives ------------------------------------------------------------ */
 

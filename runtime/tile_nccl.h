@@ -101,6 +101,7 @@ tile_status tile_comm_destroy(tile_comm *comm);
 int tile_comm_rank(const tile_comm *comm); /* -1 for NULL */
 int tile_comm_size(const tile_comm *comm); /* 0 for NULL */
 tile_runtime *tile_comm_runtime(const tile_comm *comm);
+tile_nccl *tile_comm_nccl(const tile_comm *comm); /* the library it was made with */
 
 /* Brackets the collectives that one thread issues for several ranks (of
  * one or several communicators), which NCCL then starts together. */

@@ -34,4 +34,14 @@ tile_status layer_check(const char *fn, int tokens, int d_model, int d_ff, tile_
 /* A pointer: not 0 (unless may_be_zero) and aligned to `align` bytes. */
 tile_status layer_check_ptr(const char *fn, const char *name, uint64_t ptr, uint64_t align, bool may_be_zero);
 
+/* For the tensor-parallel layer (tp.c), which places the down projection
+ * itself: tile_mlp_down's launch, unchecked, on `programs` programs (0 or
+ * more than the SMs: one per SM), so that SMs are left to a collective
+ * running beside it; the rows of mlp_down's tiles (its BLOCK_M); and the
+ * programs of the persistent kernels (one per SM). */
+tile_status mlp_down_on(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                        uint64_t residual, tile_stream *stream, uint32_t programs);
+int mlp_down_block_rows(const tile_mlp *m);
+uint32_t mlp_programs(const tile_mlp *m);
+
 #endif

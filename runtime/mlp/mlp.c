@@ -72,32 +72,93 @@ static tile_tensor matrix(uint64_t ptr, int64_t rows, int64_t cols) {
   return (tile_tensor){ptr, 2, {rows, cols}, {cols, 1}};
 }
 
+/* The problem, the object and the pointers (name, value, may be 0). */
+static tile_status check_call(const char *fn, const tile_mlp *m, const tile_mlp_problem *p, int n,
+                              const char *const *names, const uint64_t *ptrs, const bool *may_be_zero) {
+  tile_status st = check_problem(fn, p);
+  for (int i = 0; i < n && st == TILE_OK; i++) st = layer_check_ptr(fn, names[i], ptrs[i], LAYER_PTR_ALIGN, may_be_zero[i]);
+  if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_mlp is NULL", fn);
+  return st;
+}
+
+/* h = act(x w_gate) * (x w_up), without the checks. */
+static tile_status gate_up(tile_mlp *m, const tile_mlp_problem *p, uint64_t h, uint64_t x, uint64_t w_gate,
+                           uint64_t w_up, tile_stream *stream) {
+  int64_t t = p->tokens, dm = p->d_model, dff = p->d_ff;
+  tile_tensor th = matrix(h, t, dff), tx = matrix(x, t, dm), tg = matrix(w_gate, dm, dff), tu = matrix(w_up, dm, dff);
+  uint32_t grid[3] = {m->sms, 1, 1};
+  tile_arg args[7] = {tile_arg_tensor(&th), tile_arg_tensor(&tx), tile_arg_tensor(&tg), tile_arg_tensor(&tu),
+                      tile_arg_i64(t),      tile_arg_i64(dm),     tile_arg_i64(dff)};
+  tile_status st = tile_launch(m->up[p->act], grid, stream, args, 7);
+  if (st != TILE_OK) tilert_error_prefix("mlp_gate_up");
+  return st;
+}
+
+/* y = h w_down [+ residual] on `programs` programs (0: one per SM),
+ * without the checks. */
+static tile_status down_on(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                           uint64_t residual, tile_stream *stream, uint32_t programs) {
+  int64_t t = p->tokens, dm = p->d_model, dff = p->d_ff;
+  tile_tensor ty = matrix(y, t, dm), th = matrix(h, t, dff), td = matrix(w_down, dff, dm);
+  uint32_t grid[3] = {programs && programs < m->sms ? programs : m->sms, 1, 1};
+  /* without the residual the pointer is not read: pass y (aligned) */
+  tile_arg args[8] = {tile_arg_tensor(&ty), tile_arg_tensor(&th), tile_arg_tensor(&td), tile_arg_ptr(residual ? residual : y),
+                      tile_arg_i64(dm),     tile_arg_i64(t),      tile_arg_i64(dff),    tile_arg_i64(dm)};
+  tile_status st = tile_launch(m->down[residual != 0], grid, stream, args, 8);
+  if (st != TILE_OK) tilert_error_prefix("mlp_down");
+  return st;
+}
+
+static tile_status down(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                        uint64_t residual, tile_stream *stream) {
+  return down_on(m, p, y, h, w_down, residual, stream, 0);
+}
+
+tile_status mlp_down_on(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                        uint64_t residual, tile_stream *stream, uint32_t programs) {
+  return down_on(m, p, y, h, w_down, residual, stream, programs);
+}
+
+int mlp_down_block_rows(const tile_mlp *m) {
+  int rows = tilert_kernel_const_int(m->down[0], "BLOCK_M");
+  return rows > 0 ? rows : 1;
+}
+
+uint32_t mlp_programs(const tile_mlp *m) { return m->sms; }
+
+tile_status tile_mlp_gate_up(tile_mlp *m, const tile_mlp_problem *p, uint64_t h, uint64_t x, uint64_t w_gate,
+                             uint64_t w_up, tile_stream *stream) {
+  static const char fn[] = "tile_mlp_gate_up";
+  static const char *const names[] = {"h", "x", "w_gate", "w_up"};
+  const uint64_t ptrs[] = {h, x, w_gate, w_up};
+  static const bool zero_ok[] = {false, false, false, false};
+  tile_status st = check_call(fn, m, p, 4, names, ptrs, zero_ok);
+  if (st == TILE_OK && (st = gate_up(m, p, h, x, w_gate, w_up, stream)) != TILE_OK) tilert_error_prefix("%s", fn);
+  return st;
+}
+
+tile_status tile_mlp_down(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                          uint64_t residual, tile_stream *stream) {
+  static const char fn[] = "tile_mlp_down";
+  static const char *const names[] = {"y", "h", "w_down", "residual"};
+  const uint64_t ptrs[] = {y, h, w_down, residual};
+  static const bool zero_ok[] = {false, false, false, true};
+  tile_status st = check_call(fn, m, p, 4, names, ptrs, zero_ok);
+  if (st == TILE_OK && (st = down(m, p, y, h, w_down, residual, stream)) != TILE_OK) tilert_error_prefix("%s", fn);
+  return st;
+}
+
 tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t x, uint64_t w_gate,
                              uint64_t w_up, uint64_t w_down, uint64_t residual, uint64_t workspace,
                              tile_stream *stream) {
   static const char fn[] = "tile_mlp_forward";
-  tile_status st = check_problem(fn, p);
   static const char *const names[] = {"y", "x", "w_gate", "w_up", "w_down", "workspace", "residual"};
   const uint64_t ptrs[] = {y, x, w_gate, w_up, w_down, workspace, residual};
-  for (int i = 0; i < 7 && st == TILE_OK; i++) /* (the residual may be 0) */
-    st = layer_check_ptr(fn, names[i], ptrs[i], LAYER_PTR_ALIGN, i == 6);
-  if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_mlp is NULL", fn);
+  static const bool zero_ok[] = {false, false, false, false, false, false, true};
+  tile_status st = check_call(fn, m, p, 7, names, ptrs, zero_ok);
   if (st != TILE_OK) return st;
-  int64_t t = p->tokens, dm = p->d_model, dff = p->d_ff;
-  tile_tensor th = matrix(workspace, t, dff), tx = matrix(x, t, dm), tg = matrix(w_gate, dm, dff);
-  tile_tensor tu = matrix(w_up, dm, dff), ty = matrix(y, t, dm), td = matrix(w_down, dff, dm);
-  uint32_t grid[3] = {m->sms, 1, 1};
-  tile_arg up[7] = {tile_arg_tensor(&th), tile_arg_tensor(&tx), tile_arg_tensor(&tg), tile_arg_tensor(&tu),
-                    tile_arg_i64(t),      tile_arg_i64(dm),     tile_arg_i64(dff)};
-  st = tile_launch(m->up[p->act], grid, stream, up, 7);
-  if (st != TILE_OK) {
-    tilert_error_prefix("%s: mlp_gate_up", fn);
-    return st;
-  }
-  /* without the residual the pointer is not read: pass y (aligned) */
-  tile_arg down[8] = {tile_arg_tensor(&ty), tile_arg_tensor(&th), tile_arg_tensor(&td), tile_arg_ptr(residual ? residual : y),
-                      tile_arg_i64(dm),     tile_arg_i64(t),      tile_arg_i64(dff),    tile_arg_i64(dm)};
-  st = tile_launch(m->down[residual != 0], grid, stream, down, 8);
-  if (st != TILE_OK) tilert_error_prefix("%s: mlp_down", fn);
+  st = gate_up(m, p, workspace, x, w_gate, w_up, stream);
+  if (st == TILE_OK) st = down(m, p, y, workspace, w_down, residual, stream);
+  if (st != TILE_OK) tilert_error_prefix("%s", fn);
   return st;
 }

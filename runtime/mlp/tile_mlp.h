@@ -64,6 +64,16 @@ tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y,
                              uint64_t w_up, uint64_t w_down, uint64_t residual, uint64_t workspace,
                              tile_stream *stream);
 
+/* The forward's two launches one at a time, for callers that place or
+ * split the work themselves (the tensor-parallel layer of tile_tp.h runs
+ * the down projection in chunks of tokens): h = act(x w_gate) * (x w_up),
+ * h [tokens, d_ff]; then y = h w_down [+ residual]. The same checks as
+ * tile_mlp_forward (the down projection ignores p->act but checks it). */
+tile_status tile_mlp_gate_up(tile_mlp *m, const tile_mlp_problem *p, uint64_t h, uint64_t x, uint64_t w_gate,
+                             uint64_t w_up, tile_stream *stream);
+tile_status tile_mlp_down(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                          uint64_t residual, tile_stream *stream);
+
 /* ---- a mixture-of-experts layer (lang/std/moe.tile) ----
  *
  *   tile_moe *moe;

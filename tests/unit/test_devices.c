@@ -13,40 +13,11 @@
 
 #include "tile.h"
 #include "tile_nccl.h"
+#include "fake_libs.h"
 
-static const char *fake_path(const char *env) {
-  const char *p = getenv(env);
-  cr_assert(p && *p, "%s is not set (meson sets it to the fake library's path)", env);
-  return p;
-}
-
-/* The fake's call log (the same library instance libtile opened). */
-static const char *fake_log(const char *env, const char *fn) {
-  void *h = dlopen(fake_path(env), RTLD_NOW | RTLD_LOCAL);
-  cr_assert(h, "%s", dlerror());
-  const char *(*get)(void) = NULL;
-  void *sym = dlsym(h, fn);
-  cr_assert(sym, "%s has no %s", env, fn);
-  memcpy(&get, &sym, sizeof sym);
-  const char *log = get();
-  dlclose(h);
-  return log;
-}
-static const char *cuda_log(void) { return fake_log("FAKE_CUDA_LIB", "fake_cuda_log"); }
-static const char *nccl_log(void) { return fake_log("FAKE_NCCL_LIB", "fake_nccl_log"); }
 
 static void expect_contains(const char *text, const char *want) {
   cr_expect(strstr(text, want), "expected '%s' in:\n%s", want, text);
-}
-
-static tile_runtime *fake_runtime(int device) {
-  tile_config cfg;
-  tile_config_init(&cfg);
-  cfg.driver_library = fake_path("FAKE_CUDA_LIB");
-  cfg.device = device;
-  tile_runtime *rt = NULL;
-  cr_assert_eq(tile_runtime_create(&cfg, &rt), TILE_OK, "%s", tile_last_error());
-  return rt;
 }
 
 static tile_nccl *fake_nccl(void) {
@@ -309,7 +280,6 @@ Test(nccl, init_all_refuses_bad_device_lists) {
 }
 
 Test(nccl, init_rank_runs_on_the_runtimeS_device) {
-  setenv("FAKE_CUDA_LIB", fake_path("FAKE_CUDA_LIB"), 1); /* (for the fake NCCL) */
   tile_runtime *a = fake_runtime(0), *b = fake_runtime(1);
   tile_nccl *n = fake_nccl();
   tile_nccl_id id;

@@ -146,3 +146,18 @@ Test(mlp_api, moe_workspace_holds_the_routing_and_the_rows) {
   p.top_k = 0;
   cr_expect_eq(tile_moe_workspace_bytes(&p), 0);
 }
+
+Test(mlp_api, the_two_halves_check_their_own_pointers) {
+  cr_expect_eq(tile_mlp_gate_up(NULL, &good, P(1), P(2), 0, P(4), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_mlp_gate_up: w_gate is 0"), "%s", tile_last_error());
+  cr_expect_eq(tile_mlp_gate_up(NULL, &good, P(1), P(2), P(3), P(4), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_mlp_gate_up: the tile_mlp is NULL"), "%s", tile_last_error());
+  cr_expect_eq(tile_mlp_down(NULL, &good, P(1), P(2) + 4, P(3), 0, NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_mlp_down: h (0x20004) is not 16-byte aligned"), "%s", tile_last_error());
+  cr_expect_eq(tile_mlp_down(NULL, &good, P(1), P(2), P(3), 0, NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_mlp_down: the tile_mlp is NULL"), "%s", tile_last_error());
+  tile_mlp_problem p = good;
+  p.tokens = -1;
+  cr_expect_eq(tile_mlp_down(NULL, &p, P(1), P(2), P(3), 0, NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_mlp_down: tokens (-1)"), "%s", tile_last_error());
+}
