@@ -11,11 +11,11 @@ if [ ! -f build-gpu/build.ninja ]; then
   meson setup build-gpu -Dllvm_static=true -Dtests=disabled -Dbuildtype=release >/dev/null
 fi
 ninja -C build-gpu compiler/driver/tilec tests/gpu/tile-gpu examples/flash_attention/flash_attention examples/vector_add/saxpy \
-  examples/moe_layer/moe_layer >/dev/null
+  examples/moe_layer/moe_layer examples/tp_mlp/tp_mlp >/dev/null
 rm -rf gpu-dist
 mkdir -p gpu-dist
 cp build-gpu/compiler/driver/tilec build-gpu/tests/gpu/tile-gpu build-gpu/examples/flash_attention/flash_attention build-gpu/examples/vector_add/saxpy \
-  build-gpu/examples/moe_layer/moe_layer gpu-dist/
+  build-gpu/examples/moe_layer/moe_layer build-gpu/examples/tp_mlp/tp_mlp gpu-dist/
 strip gpu-dist/*
 # tilec links LLVM too: compressed, so that both fit what the device tool
 # carries (bench/tune.sh unpacks it there)

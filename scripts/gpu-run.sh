@@ -4,7 +4,8 @@
 # benchmarks (with the attention anchors from PyTorch where it is
 # installed). Logs go to $OUT (or gpu-logs/); the benchmark tables are last.
 #
-#   scripts/gpu-run.sh             suite, main job, saxpy, the MoE layer example, benchmarks
+#   scripts/gpu-run.sh             suite, main job, saxpy, the MoE layer and
+#                                  tensor-parallel MLP examples, benchmarks
 #   scripts/gpu-run.sh --sanitize  suite, then the suite again under each
 #                                  compute-sanitizer tool (memcheck,
 #                                  racecheck, synccheck, initcheck, run at
@@ -48,6 +49,24 @@ fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 { $fa && $fa --causal --dim 128 --seqlen 300 --heads 3; } 2>&1 | tee "$out/main-job.log" || rc=1
 ./gpu-dist/saxpy 2>&1 | tee "$out/saxpy.log" || rc=1
 timeout 120 ./gpu-dist/moe_layer 2>&1 | tee "$out/moe-layer.log" || rc=1
+# The tensor-parallel MLP (examples/tp_mlp) over every GPU here, at
+# Llama-3-70B's sizes, timed; on one GPU it runs the one-rank path (no
+# NCCL). NCCL comes from the Python packages (PyTorch's) unless
+# TILE_NCCL_LIBRARY names one.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ -z "${TILE_NCCL_LIBRARY:-}" ]; then
+  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+  TILE_NCCL_LIBRARY=$(find $sites -name 'libnccl.so.2' 2>/dev/null | head -n 1)
+  export TILE_NCCL_LIBRARY
+fi
+echo "NCCL: ${TILE_NCCL_LIBRARY:-none found}" > "$out/tp-mlp.log"
+if [ "$gpus" -ge 1 ]; then
+  timeout 300 ./gpu-dist/tp_mlp --gpus "$gpus" --bench 2>&1 | tee -a "$out/tp-mlp.log" || rc=1
+  if [ "$gpus" -gt 1 ]; then # one process per GPU, and odd sizes
+    timeout 300 ./gpu-dist/tp_mlp --gpus "$gpus" --procs --tokens 1000 --d-model 264 --d-ff $((520 * gpus)) 2>&1 |
+      tee -a "$out/tp-mlp.log" || rc=1
+  fi
+fi
 $sanitize || timeout "${BENCH_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . bench 2>&1 | tee "$out/bench.log" > /dev/null || rc=1
 # The attention anchors (cuDNN, FlashAttention-2) come from PyTorch, in the
 # same run, and the script prints the tile kernels' ratios to them.
@@ -61,4 +80,5 @@ $sanitize && cat "$out/sanitize.txt"
 $sanitize || sed -n '/^| benchmark/,$p' "$out/bench.log"
 [ -f "$out/attention.md" ] && cat "$out/attention.md"
 [ -f "$out/mlp.md" ] && cat "$out/mlp.md"
+grep -E '^(tp_mlp|\|)' "$out/tp-mlp.log"
 exit $rc

@@ -17,6 +17,7 @@
 #include "act_ref.h"
 #include "gpu_common.h"
 #include "tile_mlp.h"
+#include "tile_tp.h"
 
 #define MLP_TOL 1e-2
 #define MLP_FILE "lang/std/mlp.tile"
@@ -77,6 +78,29 @@ static bool api_matches(Gpu *g, int act, uint64_t x, uint64_t wg, uint64_t wu, u
   if (ok && (memcmp(h2.host, h->host, h->n * 2) || memcmp(y2.host, y->host, y->n * 2))) {
     printf("  tile_mlp_forward: h or y differ from the direct launches\n");
     ok = false;
+  }
+  /* the two halves one at a time, and the tensor-parallel layer of one
+   * rank (tile_tp.h without NCCL): the same launches, the same bits */
+  for (int way = 0; way < 2 && ok; way++) {
+    dbuf_poison(&h2), dbuf_poison(&y2);
+    ok = dbuf_upload(g, &h2) && dbuf_upload(g, &y2);
+    if (way == 0) {
+      ok = ok && tile_mlp_gate_up(m, &p, h2.dev, x, wg, wu, NULL) == TILE_OK &&
+           tile_mlp_down(m, &p, y2.dev, h2.dev, wd, res, NULL) == TILE_OK;
+    } else {
+      tile_tp_mlp *tp = NULL;
+      tile_tp_mlp_rank rank = {.y = y2.dev, .x = x, .w_gate = wg, .w_up = wu, .w_down = wd, .residual = res,
+                               .workspace = h2.dev, .stream = NULL};
+      ok = ok && tile_tp_mlp_create(&g->rt, NULL, 1, &tp) == TILE_OK && tile_tp_mlp_ranks(tp) == 1 &&
+           tile_tp_mlp_workspace_bytes(tp, &p) == h->n * 2 && tile_tp_mlp_forward(tp, &p, &rank, NULL) == TILE_OK;
+      tile_tp_mlp_destroy(tp);
+    }
+    ok = ok && tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &h2) && dbuf_download(g, &y2);
+    if (!ok) printf("  %s failed: %s\n", way ? "tile_tp_mlp_forward (one rank)" : "tile_mlp_gate_up/down", tile_last_error());
+    if (ok && (memcmp(h2.host, h->host, h->n * 2) || memcmp(y2.host, y->host, y->n * 2))) {
+      printf("  %s: h or y differ from the direct launches\n", way ? "tile_tp_mlp_forward (one rank)" : "tile_mlp_gate_up/down");
+      ok = false;
+    }
   }
   dbuf_free(g, &h2), dbuf_free(g, &y2);
   tile_mlp_destroy(m);

@@ -33,7 +33,7 @@ done
 # not one the loader searches).
 LD_LIBRARY_PATH="$(dirname "$(find "$tmp$prefix" -name libtile.so | head -n 1)")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
-for h in tile.h tilec.h tile_jit.h tile_attention.h tile_mlp.h; do
+for h in tile.h tile_nccl.h tilec.h tile_jit.h tile_attention.h tile_mlp.h tile_tp.h; do
   [ -f "$tmp$prefix/include/tile/$h" ] || { echo "check_install: $h not installed"; exit 1; }
 done
 # ($cc and the pkg-config flags are split into words on purpose)

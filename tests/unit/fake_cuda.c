@@ -189,9 +189,14 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
 
 /* ---- modules: cubins read for their symbols, launches logged ---- */
 
+/* Functions a module hands out (a tile module has a few kernels). */
+#define FAKE_MAX_FUNCTIONS 16
+
 struct CUmod_st {
   unsigned char *elf; /* a copy of the image */
   size_t size;
+  struct CUfunc_st *functions[FAKE_MAX_FUNCTIONS]; /* freed with the module */
+  int nfunctions;
 };
 struct CUfunc_st {
   CUmodule module;
@@ -232,7 +237,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int
   (void)n, (void)o, (void)v;
   const Elf64_Ehdr *e = image;
   if (memcmp(e->e_ident, ELFMAG, SELFMAG)) return CUDA_ERROR_INVALID_IMAGE; /* cubins only */
-  *m = malloc(sizeof **m);
+  *m = calloc(1, sizeof **m);
   if (!*m) return CUDA_ERROR_OUT_OF_MEMORY;
   (*m)->size = elf_size(e);
   (*m)->elf = malloc((*m)->size);
@@ -241,6 +246,8 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  for (int i = 0; i < m->nfunctions; i++)
+    free(m->functions[i]);
   free(m->elf);
   free(m);
   return CUDA_SUCCESS;
@@ -248,8 +255,10 @@ CUresult CUDAAPI cuModuleUnload(CUmodule m) {
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
   const Elf64_Sym *sym = find_symbol(m, name);
   if (!sym || ELF64_ST_TYPE(sym->st_info) != STT_FUNC) return CUDA_ERROR_NOT_FOUND;
-  *f = malloc(sizeof **f); /* (never freed: the fake lives as long as its test) */
+  if (m->nfunctions == FAKE_MAX_FUNCTIONS) return CUDA_ERROR_OUT_OF_MEMORY;
+  *f = malloc(sizeof **f);
   if (!*f) return CUDA_ERROR_OUT_OF_MEMORY;
+  m->functions[m->nfunctions++] = *f;
   (*f)->module = m;
   snprintf((*f)->name, sizeof(*f)->name, "%s", name);
   return CUDA_SUCCESS;
