@@ -16,13 +16,23 @@ mkdir -p "$out"
 sanitize=false
 [ "${1:-}" = "--sanitize" ] && sanitize=true
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/gpu.txt" 2>&1
+# NCCL comes from the Python packages (PyTorch's) unless
+# TILE_NCCL_LIBRARY names one: the GPU suite's one-rank NCCL layer and
+# examples/tp_mlp use it.
+if [ -z "${TILE_NCCL_LIBRARY:-}" ]; then
+  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+  TILE_NCCL_LIBRARY=$(find $sites -name 'libnccl.so.2' 2>/dev/null | head -n 1)
+  export TILE_NCCL_LIBRARY
+fi
+echo "NCCL: ${TILE_NCCL_LIBRARY:-none found}" > "$out/nccl.txt"
 rc=0
 timeout "${TEST_TIMEOUT:-900}" ./gpu-dist/tile-gpu --root . test 2>&1 | tee "$out/gpu-tests.log" || rc=1
 if $sanitize; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  # The debug-mode trap tests trap on purpose: not under the sanitizer.
+  # The debug-mode trap tests trap on purpose, and NCCL is not ours to
+  # check: neither runs under the sanitizer.
   for tool in memcheck racecheck synccheck initcheck; do
-    TILE_GPU_SKIP_TRAPS=1 timeout "${SANITIZE_TIMEOUT:-540}" "$cs" --tool "$tool" --error-exitcode 3 --print-limit 100000 \
+    TILE_NCCL_LIBRARY=/nonexistent/libnccl.so.2 TILE_GPU_SKIP_TRAPS=1 timeout "${SANITIZE_TIMEOUT:-540}" "$cs" --tool "$tool" --error-exitcode 3 --print-limit 100000 \
       ./gpu-dist/tile-gpu --root . test > "$out/sanitize-$tool.log" 2>&1 &
   done
   wait
@@ -50,16 +60,10 @@ fa="./gpu-dist/flash_attention --source lang/std/flash_attention.tile"
 ./gpu-dist/saxpy 2>&1 | tee "$out/saxpy.log" || rc=1
 timeout 120 ./gpu-dist/moe_layer 2>&1 | tee "$out/moe-layer.log" || rc=1
 # The tensor-parallel MLP (examples/tp_mlp) over every GPU here, at
-# Llama-3-70B's sizes, timed; on one GPU it runs the one-rank path (no
-# NCCL). NCCL comes from the Python packages (PyTorch's) unless
-# TILE_NCCL_LIBRARY names one.
+# Llama-3-70B's sizes, timed; on one GPU through a communicator of one
+# rank (or without NCCL where none is found).
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ -z "${TILE_NCCL_LIBRARY:-}" ]; then
-  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
-  TILE_NCCL_LIBRARY=$(find $sites -name 'libnccl.so.2' 2>/dev/null | head -n 1)
-  export TILE_NCCL_LIBRARY
-fi
-echo "NCCL: ${TILE_NCCL_LIBRARY:-none found}" > "$out/tp-mlp.log"
+cp "$out/nccl.txt" "$out/tp-mlp.log"
 if [ "$gpus" -ge 1 ]; then
   timeout 300 ./gpu-dist/tp_mlp --gpus "$gpus" --bench 2>&1 | tee -a "$out/tp-mlp.log" || rc=1
   if [ "$gpus" -gt 1 ]; then # one process per GPU, and odd sizes

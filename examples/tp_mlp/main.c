@@ -19,7 +19,10 @@
  *
  * Defaults: Llama-3-70B's MLP (8192 -> 28672 -> 8192, SwiGLU), 8192
  * tokens. NCCL is found as tile_nccl_open finds it (--nccl, then
- * TILE_NCCL_LIBRARY, then libnccl.so.2); one GPU needs none. Exits 77
+ * TILE_NCCL_LIBRARY, then libnccl.so.2); one GPU needs none, and runs
+ * the whole plan through a communicator of one rank where it has one (the
+ * all-reduces then copy nothing, but every stream, event and chunk is
+ * there). Exits 77
  * (skipped) on a machine without a GPU, 1 on a failed check or error. */
 #include <math.h>
 #include <stdbool.h>
@@ -340,11 +343,17 @@ static int run_job(const opts *o, int first_rank, int local, int world, const ti
       goto done;
     }
   }
-  if (world > 1) {
-    if (tile_nccl_open(o->nccl, &j.nccl) != TILE_OK) {
+  /* One GPU runs the whole plan through an NCCL communicator of one rank
+   * where NCCL is found, and the plain one-rank layer where it is not. */
+  if (tile_nccl_open(o->nccl, &j.nccl) != TILE_OK) {
+    if (world > 1) {
       rc = fail("NCCL is needed for more than one GPU");
       goto done;
     }
+    printf("tp_mlp: no NCCL (%s): one GPU without it\n", tile_last_error());
+    j.nccl = NULL;
+  }
+  if (j.nccl) {
     tile_runtime *rts[TILE_NCCL_MAX_LOCAL_RANKS];
     for (int r = 0; r < local; r++)
       rts[r] = j.ranks[r].rt;
@@ -364,7 +373,7 @@ static int run_job(const opts *o, int first_rank, int local, int world, const ti
     tile_runtime *rts[TILE_NCCL_MAX_LOCAL_RANKS];
     for (int r = 0; r < local; r++)
       rts[r] = j.ranks[r].rt;
-    if (tile_tp_mlp_create(rts, world > 1 ? j.comms : NULL, local, &j.tp) != TILE_OK) {
+    if (tile_tp_mlp_create(rts, j.nccl ? j.comms : NULL, local, &j.tp) != TILE_OK) {
       rc = fail("tile_tp_mlp_create");
       goto done;
     }
@@ -376,10 +385,11 @@ static int run_job(const opts *o, int first_rank, int local, int world, const ti
   bool pass = !has_ref || (host_err <= BF16_TOL && err_chunked <= BF16_TOL && err_whole <= BF16_TOL);
   const tile_mlp_problem *p = &o->p;
   if (has_ref)
-    printf("tp_mlp: %d GPU%s%s, %d tokens, %d -> %d -> %d: one-GPU layer vs float64 (%d rows) %.3g; split over %d "
+    printf("tp_mlp: %d GPU%s%s%s, %d tokens, %d -> %d -> %d: one-GPU layer vs float64 (%d rows) %.3g; split over %d "
            "vs one GPU: %.3g with %d chunks, %.3g in one piece (%s)\n",
-           world, world == 1 ? "" : "s", id ? " (a process each)" : "", p->tokens, p->d_model, p->d_ff, p->d_model,
-           CHECK_ROWS, host_err, world, err_chunked, o->o.chunks, err_whole, pass ? "PASS" : "FAIL");
+           world, world == 1 ? "" : "s", id ? " (a process each)" : "", j.nccl ? ", NCCL" : ", no NCCL", p->tokens,
+           p->d_model, p->d_ff, p->d_model, CHECK_ROWS, host_err, world, err_chunked, j.nccl ? o->o.chunks : 1,
+           err_whole, pass ? "PASS" : "FAIL");
   rc = pass ? 0 : 1;
   /* (timed whatever the check said: in --procs mode every rank must make
    * the same collective calls, and only rank 0 knows the verdict) */
@@ -393,24 +403,27 @@ static int run_job(const opts *o, int first_rank, int local, int world, const ti
     if (has_ref) {
       printf("\n| layer | ms | TFLOP/s | speed-up over one GPU |\n| --- | --- | --- | --- |\n");
       printf("| one GPU (tile_mlp_forward) | %.3f | %.1f | 1.00 |\n", one, flops / (one * 1e9));
-      if (world == 1) {
+      if (!j.nccl) {
         printf("| tile_tp.h on 1 GPU (no NCCL) | %.3f | %.1f | %.2f |\n", whole, flops / (whole * 1e9), one / whole);
       } else {
-        printf("| %d GPUs, one all-reduce | %.3f | %.1f | %.2f |\n", world, whole, flops / (whole * 1e9), one / whole);
-        printf("| %d GPUs, %d chunks overlapped, %d SMs to NCCL | %.3f | %.1f | %.2f |\n", world, o->o.chunks,
-               o->o.comm_sms, chunked, flops / (chunked * 1e9), one / chunked);
+        printf("| %d GPU%s, one all-reduce | %.3f | %.1f | %.2f |\n", world, world == 1 ? "" : "s", whole,
+               flops / (whole * 1e9), one / whole);
+        printf("| %d GPU%s, %d chunks overlapped, %d SMs to NCCL | %.3f | %.1f | %.2f |\n", world,
+               world == 1 ? "" : "s", o->o.chunks, o->o.comm_sms, chunked, flops / (chunked * 1e9), one / chunked);
       }
     }
-    bool bufs = world > 1;
+    bool bufs = j.nccl != NULL;
     for (int r = 0; r < local && bufs; r++)
       bufs = (j.ar_buf[r] = upload(j.ranks[r].rt, NULL, ALLREDUCE_MAX_BYTES)) != 0;
     if (world > 1 && !bufs) fprintf(stderr, "tp_mlp: no memory for the all-reduce timings: %s\n", tile_last_error());
-    if (bufs && has_ref) printf("\n| all-reduce (bf16, sum) | us | bus GB/s |\n| --- | --- | --- |\n");
+    if (bufs && has_ref)
+      printf("\n| all-reduce (bf16, sum, %d rank%s) | us | algorithm GB/s | bus GB/s |\n| --- | --- | --- | --- |\n",
+             world, world == 1 ? "" : "s");
     for (size_t b = ALLREDUCE_MIN_BYTES; bufs && b <= ALLREDUCE_MAX_BYTES; b *= ALLREDUCE_STEP) {
       j.ar_bytes = b;
       double ms = time_ms(j.ranks, local, run_allreduce, &j);
-      double bus = (double)b / (ms * 1e6) * 2.0 * (world - 1) / world; /* nccl-tests' busbw for all-reduce */
-      if (has_ref) printf("| %zu MiB | %.1f | %.1f |\n", b >> 20, ms * 1e3, bus);
+      double alg = (double)b / (ms * 1e6), bus = alg * 2.0 * (world - 1) / world; /* nccl-tests' busbw */
+      if (has_ref) printf("| %zu MiB | %.1f | %.1f | %.1f |\n", b >> 20, ms * 1e3, alg, bus);
     }
     for (int r = 0; r < local; r++)
       tile_mem_free(j.ranks[r].rt, j.ar_buf[r]);

@@ -29,8 +29,10 @@
  * One thread issues the work of every local rank of this process (all N
  * in one process, from tile_comm_init_all; or one, from
  * tile_comm_init_rank, in each of N processes). A layer of one rank needs
- * no NCCL: create it with comms NULL. All matrices bf16, row-major,
- * contiguous, as tile_mlp_forward's. */
+ * no NCCL: created with comms NULL it runs the plain fused MLP (chunks
+ * do not apply); created with a communicator of one rank it runs the
+ * whole plan, all-reduces and overlap included, on one GPU. All matrices
+ * bf16, row-major, contiguous, as tile_mlp_forward's. */
 #ifndef TILE_TP_H
 #define TILE_TP_H
 

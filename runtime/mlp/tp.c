@@ -98,7 +98,7 @@ tile_status tile_tp_mlp_create(tile_runtime *const *rts, tile_comm *const *comms
     r->rt = rts[i];
     r->comm = comms ? comms[i] : NULL;
     r->rank = comms ? tile_comm_rank(comms[i]) : 0;
-    if ((st = make_rank(r, tp->world > 1)) != TILE_OK) tilert_error_prefix("%s: local rank %d", fn, i);
+    if ((st = make_rank(r, tp->nccl != NULL)) != TILE_OK) tilert_error_prefix("%s: local rank %d", fn, i);
   }
   if (st != TILE_OK) {
     tile_tp_mlp_destroy(tp);
@@ -181,7 +181,7 @@ tile_status tile_tp_mlp_forward(tile_tp_mlp *tp, const tile_mlp_problem *p, cons
   if (o.comm_sms < 0 || (uint32_t)o.comm_sms >= sms)
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: comm_sms is %d: 0 to %u (the device has %u SMs)", fn,
                        o.comm_sms, sms - 1, sms);
-  if (tp->world == 1) o.chunks = 1; /* one rank: nothing to reduce, nothing to overlap */
+  if (!tp->nccl) o.chunks = 1; /* one rank without NCCL: nothing to reduce, nothing to overlap */
   if ((st = check_ranks(fn, tp, ranks, o.chunks)) != TILE_OK) return st;
 
   size_t row_y = (size_t)s.d_model * LAYER_ELEM_BYTES, row_h = (size_t)s.d_ff * LAYER_ELEM_BYTES;
@@ -195,7 +195,7 @@ tile_status tile_tp_mlp_forward(tile_tp_mlp *tp, const tile_mlp_problem *p, cons
       uint64_t res = tp->ranks[i].rank == 0 ? ranks[i].residual : 0;
       st = mlp_down_on(tp->ranks[i].mlp, &s, ranks[i].y, ranks[i].workspace, ranks[i].w_down, res, ranks[i].stream, 0);
     }
-    if (st == TILE_OK && tp->world > 1) st = all_reduce(tp, ranks, 0, (size_t)s.tokens * (size_t)s.d_model, false);
+    if (st == TILE_OK && tp->nccl) st = all_reduce(tp, ranks, 0, (size_t)s.tokens * (size_t)s.d_model, false);
     if (st != TILE_OK) tilert_error_prefix("%s", fn);
     return st;
   }

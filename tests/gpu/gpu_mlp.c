@@ -79,9 +79,17 @@ static bool api_matches(Gpu *g, int act, uint64_t x, uint64_t wg, uint64_t wu, u
     printf("  tile_mlp_forward: h or y differ from the direct launches\n");
     ok = false;
   }
-  /* the two halves one at a time, and the tensor-parallel layer of one
-   * rank (tile_tp.h without NCCL): the same launches, the same bits */
-  for (int way = 0; way < 2 && ok; way++) {
+  /* the two halves one at a time; the tensor-parallel layer of one rank
+   * without NCCL; and, where NCCL is found (TILE_NCCL_LIBRARY), the same
+   * layer over a communicator of one rank, chunked: every stream, event
+   * and all-reduce of the multi-GPU plan on one GPU. The down projection's
+   * tiles are the same whatever the grid, and a one-rank all-reduce leaves
+   * y as it is: the same bits each way. */
+  static const char *const ways[3] = {"tile_mlp_gate_up/down", "tile_tp_mlp_forward (one rank, no NCCL)",
+                                      "tile_tp_mlp_forward (one rank over NCCL, 3 chunks)"};
+  tile_nccl *nccl = NULL;
+  if (tile_nccl_open(NULL, &nccl) != TILE_OK) printf("  (no NCCL here, the last way is not run: %s)\n", tile_last_error());
+  for (int way = 0; way < (nccl ? 3 : 2) && ok; way++) {
     dbuf_poison(&h2), dbuf_poison(&y2);
     ok = dbuf_upload(g, &h2) && dbuf_upload(g, &y2);
     if (way == 0) {
@@ -89,19 +97,29 @@ static bool api_matches(Gpu *g, int act, uint64_t x, uint64_t wg, uint64_t wu, u
            tile_mlp_down(m, &p, y2.dev, h2.dev, wd, res, NULL) == TILE_OK;
     } else {
       tile_tp_mlp *tp = NULL;
+      tile_comm *comm = NULL;
+      tile_stream *stream = NULL;
+      tile_tp_mlp_options o = {.chunks = 3, .comm_sms = 16};
+      ok = ok && (way == 1 || (tile_comm_init_all(nccl, &g->rt, 1, &comm) == TILE_OK &&
+                               tile_stream_create(g->rt, &stream) == TILE_OK));
       tile_tp_mlp_rank rank = {.y = y2.dev, .x = x, .w_gate = wg, .w_up = wu, .w_down = wd, .residual = res,
-                               .workspace = h2.dev, .stream = NULL};
-      ok = ok && tile_tp_mlp_create(&g->rt, NULL, 1, &tp) == TILE_OK && tile_tp_mlp_ranks(tp) == 1 &&
-           tile_tp_mlp_workspace_bytes(tp, &p) == h->n * 2 && tile_tp_mlp_forward(tp, &p, &rank, NULL) == TILE_OK;
+                               .workspace = h2.dev, .stream = stream};
+      ok = ok && tile_tp_mlp_create(&g->rt, way == 2 ? &comm : NULL, 1, &tp) == TILE_OK && tile_tp_mlp_ranks(tp) == 1 &&
+           tile_tp_mlp_workspace_bytes(tp, &p) == h->n * 2 &&
+           tile_tp_mlp_forward(tp, &p, &rank, way == 2 ? &o : NULL) == TILE_OK;
+      ok = ok && tile_synchronize(g->rt) == TILE_OK;
       tile_tp_mlp_destroy(tp);
+      tile_stream_destroy(stream);
+      tile_comm_destroy(comm);
     }
     ok = ok && tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &h2) && dbuf_download(g, &y2);
-    if (!ok) printf("  %s failed: %s\n", way ? "tile_tp_mlp_forward (one rank)" : "tile_mlp_gate_up/down", tile_last_error());
+    if (!ok) printf("  %s failed: %s\n", ways[way], tile_last_error());
     if (ok && (memcmp(h2.host, h->host, h->n * 2) || memcmp(y2.host, y->host, y->n * 2))) {
-      printf("  %s: h or y differ from the direct launches\n", way ? "tile_tp_mlp_forward (one rank)" : "tile_mlp_gate_up/down");
+      printf("  %s: h or y differ from the direct launches\n", ways[way]);
       ok = false;
     }
   }
+  tile_nccl_close(nccl);
   dbuf_free(g, &h2), dbuf_free(g, &y2);
   tile_mlp_destroy(m);
   return ok;

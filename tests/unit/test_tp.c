@@ -16,7 +16,6 @@
 #include "tile_tp.h"
 #include "fake_libs.h"
 
-
 /* Where `want` is in text (fails the test if nowhere), searching from `from`. */
 static const char *find(const char *text, const char *from, const char *want) {
   const char *at = strstr(from, want);
@@ -210,4 +209,38 @@ Test(tp_mlp, create_checks_runtimes_and_communicators) {
     tile_comm_destroy(comm[r]);
   tile_nccl_close(nccl);
   tile_runtime_destroy(rt[0]), tile_runtime_destroy(rt[1]);
+}
+
+Test(tp_mlp, one_rank_over_nccl_runs_the_whole_plan) {
+  tile_runtime *rt = fake_runtime(1);
+  tile_nccl *nccl;
+  tile_comm *comm;
+  cr_assert_eq(tile_nccl_open(fake_path("FAKE_NCCL_LIB"), &nccl), TILE_OK);
+  cr_assert_eq(tile_comm_init_all(nccl, &rt, 1, &comm), TILE_OK);
+  tile_tp_mlp *tp;
+  cr_assert_eq(tile_tp_mlp_create(&rt, &comm, 1, &tp), TILE_OK, "%s", tile_last_error());
+  const tile_mlp_problem p = {.tokens = 300, .d_model = 64, .d_ff = 64, .act = TILE_MLP_SWIGLU};
+  tile_stream *s;
+  cr_assert_eq(tile_stream_create(rt, &s), TILE_OK);
+  tile_tp_mlp_rank k = {.stream = s};
+  uint64_t *ptrs[] = {&k.y, &k.x, &k.w_gate, &k.w_up, &k.w_down, &k.workspace};
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(tile_mem_alloc(rt, 1 << 20, ptrs[i]), TILE_OK);
+  tile_tp_mlp_options o = {.chunks = 2, .comm_sms = 4};
+  cr_assert_eq(tile_tp_mlp_forward(tp, &p, &k, &o), TILE_OK, "%s", tile_last_error());
+  /* 150 rows rounded up to 256: one chunk of 256 rows, one of 44 */
+  char want[256];
+  snprintf(want, sizeof want, "all_reduce rank 0 send 0x%llx recv 0x%llx count %d type 9", (unsigned long long)k.y,
+           (unsigned long long)k.y, 256 * 64);
+  const char *nl = nccl_log(), *at = find(nl, nl, want);
+  unsigned long long y1 = k.y + 256ull * 64 * 2;
+  snprintf(want, sizeof want, "all_reduce rank 0 send 0x%llx recv 0x%llx count %d type 9", y1, y1, 44 * 64);
+  find(nl, at, want);
+  const char *cl = cuda_log();
+  find(cl, cl, "launch mlp_down grid 128 on device 1: y=");
+  tile_tp_mlp_destroy(tp);
+  tile_stream_destroy(s);
+  tile_comm_destroy(comm);
+  tile_nccl_close(nccl);
+  tile_runtime_destroy(rt);
 }
