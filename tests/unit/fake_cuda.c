@@ -11,11 +11,12 @@
  * peer access (refused when FAKE_CUDA_NO_PEER is set), modules (cubins:
  * their functions and globals found in the ELF symbol table, so libtile
  * reads real kernel metadata), tensor maps that keep their address and
- * sizes, and a log of the calls that move work between devices and of
- * every launch with its arguments decoded from the kernel's metadata,
- * read with fake_cuda_log(). Device memory is only addresses: nothing is
- * read or written through them, and nothing runs. The rest succeed and do
- * nothing. */
+ * sizes, and a log of the calls that move work between devices, of the
+ * calls that make the host wait (synchronizations, copies of device
+ * memory to the host), and of every launch with its arguments decoded
+ * from the kernel's metadata, read with fake_cuda_log(). Device memory
+ * is only addresses: nothing is read or written through them, and nothing
+ * runs. The rest succeed and do nothing. */
 #include <cuda.h>
 #include <elf.h>
 #include <stdarg.h>
@@ -328,12 +329,12 @@ static void append_param(char *out, size_t size, const char *line, const void *v
   }
 }
 
-/* Logs "launch NAME grid X on device D: PARAM=VALUE ..." from the
+/* Logs "launch NAME grid XxYxZ on device D: PARAM=VALUE ..." from the
  * kernel's metadata. */
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                 unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params,
                                 void **extra) {
-  (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)extra;
+  (void)bx, (void)by, (void)bz, (void)shared, (void)extra;
   char symbol[300], line[1024] = "";
   snprintf(symbol, sizeof symbol, "__tile_meta_%s", f->name);
   const Elf64_Sym *meta = find_symbol(f->module, symbol);
@@ -346,7 +347,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
       p = nl ? nl + 1 : end;
     }
   }
-  fake_log_append(call_log, "launch %s grid %u on device %d:%s", f->name, gx, s ? s->device : current_device(), line);
+  fake_log_append(call_log, "launch %s grid %ux%ux%u on device %d:%s", f->name, gx, gy, gz,
+                  s ? s->device : current_device(), line);
   return CUDA_SUCCESS;
 }
 
@@ -368,10 +370,12 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) {
 /* From a module's global (a host address): its bytes; from memory of
  * cuMemAlloc: zeros. */
 CUresult CUDAAPI cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) {
-  if (s >= FAKE_MEMORY_BASE && s < next_address)
+  if (s >= FAKE_MEMORY_BASE && s < next_address) {
     memset(d, 0, n);
-  else
+    fake_log_append(call_log, "copy %zu bytes to the host (current %d)", n, current_device());
+  } else {
     memcpy(d, (const void *)(uintptr_t)s, n);
+  }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
@@ -383,11 +387,11 @@ CUresult CUDAAPI cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
-  (void)s;
+  fake_log_append(call_log, "synchronize a stream of device %d", s ? s->device : -1);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
-  (void)e;
+  fake_log_append(call_log, "synchronize an event of device %d", e->device);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b) {

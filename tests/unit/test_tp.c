@@ -81,7 +81,7 @@ Test(tp_mlp, chunked_forward_plans_slices_rows_and_streams) {
   for (int r = 0; r < RANKS; r++) {
     const tile_tp_mlp_rank *k = &s.rank[r];
     snprintf(want, sizeof want,
-             "launch mlp_gate_up grid %d on device %d: h=0x%llx[1000x%d] x=0x%llx[1000x%d] w_gate=0x%llx[%dx%d] "
+             "launch mlp_gate_up grid %dx1x1 on device %d: h=0x%llx[1000x%d] x=0x%llx[1000x%d] w_gate=0x%llx[%dx%d] "
              "w_up=0x%llx[%dx%d] tokens=1000 d_model=%d d_ff=%d\n",
              SMS, r, (unsigned long long)k->workspace, slice, (unsigned long long)k->x, dm,
              (unsigned long long)k->w_gate, dm, slice, (unsigned long long)k->w_up, dm, slice, dm, slice);
@@ -100,7 +100,7 @@ Test(tp_mlp, chunked_forward_plans_slices_rows_and_streams) {
                          h = k->workspace + (unsigned long long)r0 * slice * 2;
       unsigned long long res = r == 0 ? k->residual + (unsigned long long)r0 * dm * 2 : y; /* (no residual: y) */
       snprintf(want, sizeof want,
-               "launch mlp_down grid %d on device %d: y=0x%llx[%dx%d] h=0x%llx[%dx%d] w_down=0x%llx[%dx%d] "
+               "launch mlp_down grid %dx1x1 on device %d: y=0x%llx[%dx%d] h=0x%llx[%dx%d] w_down=0x%llx[%dx%d] "
                "residual=0x%llx res_stride=%d tokens=%d d_ff=%d d_model=%d\n",
                SMS - 16, r, y, rows[c], dm, h, rows[c], slice, (unsigned long long)k->w_down, slice, dm, res, dm,
                rows[c], slice, dm);
@@ -148,7 +148,7 @@ Test(tp_mlp, one_chunk_reduces_on_the_callerS_stream) {
   char want[512];
   for (int r = 0; r < RANKS; r++) {
     /* the whole down projection on every SM (nothing overlaps it) */
-    snprintf(want, sizeof want, "launch mlp_down grid %d on device %d: y=0x%llx[7x64] h=0x%llx[7x24]", SMS, r,
+    snprintf(want, sizeof want, "launch mlp_down grid %dx1x1 on device %d: y=0x%llx[7x64] h=0x%llx[7x24]", SMS, r,
              (unsigned long long)s.rank[r].y, (unsigned long long)s.rank[r].workspace);
     find(cl, cl, want);
     snprintf(want, sizeof want, "all_reduce rank %d send 0x%llx recv 0x%llx count %d type 9 op 0 stream %p\n", r,
@@ -237,7 +237,7 @@ Test(tp_mlp, one_rank_over_nccl_runs_the_whole_plan) {
   snprintf(want, sizeof want, "all_reduce rank 0 send 0x%llx recv 0x%llx count %d type 9", y1, y1, 44 * 64);
   find(nl, at, want);
   const char *cl = cuda_log();
-  find(cl, cl, "launch mlp_down grid 128 on device 1: y=");
+  find(cl, cl, "launch mlp_down grid 128x1x1 on device 1: y=");
   tile_tp_mlp_destroy(tp);
   tile_stream_destroy(s);
   tile_comm_destroy(comm);

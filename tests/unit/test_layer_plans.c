@@ -1,0 +1,155 @@
+/* test_layer_plans.c - what the C APIs over the standard library launch,
+ * without a GPU: over the fake driver (fake_cuda.c), which loads the
+ * embedded cubins and logs every launch with its grid and arguments, and
+ * every call that makes the host wait. Checked: the MoE layer is its
+ * eight kernels in order on the caller's stream with no host round trip
+ * (what lets a CUDA graph capture it); the paged decode follows its split
+ * rule (a split batch of one sequence launches the split kernel and the
+ * merge on the workspace, a full batch one kernel and no merge), also
+ * without waiting. The numbers are the GPU suite's to check. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_libs.h"
+#include "tile_mlp.h"
+#include "tile_paged.h"
+
+/* The fake's log from here on. */
+static void reset_log(void) {
+  void *h = dlopen(fake_path("FAKE_CUDA_LIB"), RTLD_NOW | RTLD_LOCAL);
+  cr_assert(h, "%s", dlerror());
+  void (*reset)(void) = NULL;
+  void *sym = dlsym(h, "fake_cuda_reset");
+  cr_assert(sym);
+  memcpy(&reset, &sym, sizeof sym);
+  reset();
+  dlclose(h);
+}
+
+static int count_lines(const char *log, const char *prefix) {
+  int n = 0;
+  for (const char *p = log; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    n += !strncmp(p, prefix, strlen(prefix));
+  return n;
+}
+
+static void expect_no_host_wait(const char *log) {
+  cr_expect_null(strstr(log, "synchronize"), "the host waited:\n%s", log);
+  cr_expect_null(strstr(log, "to the host"), "a copy to the host:\n%s", log);
+}
+
+static uint64_t alloc(tile_runtime *rt, size_t bytes) {
+  uint64_t p = 0;
+  cr_assert_eq(tile_mem_alloc(rt, bytes, &p), TILE_OK);
+  return p;
+}
+
+Test(layer_plans, moe_is_eight_kernels_on_the_stream_without_a_host_round_trip) {
+  tile_runtime *rt = fake_runtime(1);
+  tile_moe *m;
+  cr_assert_eq(tile_moe_create(rt, &m), TILE_OK, "%s", tile_last_error());
+  tile_moe_problem p = {.tokens = 1000, .d_model = 256, .d_ff = 512, .experts = 8, .top_k = 2, .renormalize = true};
+  uint64_t y = alloc(rt, 1000 * 256 * 2), x = alloc(rt, 1000 * 256 * 2), logits = alloc(rt, 1000 * 8 * 4);
+  uint64_t wg = alloc(rt, 8 * 256 * 512 * 2), wu = alloc(rt, 8 * 256 * 512 * 2), wd = alloc(rt, 8 * 512 * 256 * 2);
+  uint64_t ws = alloc(rt, tile_moe_workspace_bytes(&p));
+  tile_stream *s;
+  cr_assert_eq(tile_stream_create(rt, &s), TILE_OK);
+  reset_log();
+  cr_assert_eq(tile_moe_forward(m, &p, y, x, logits, wg, wu, wd, ws, s), TILE_OK, "%s", tile_last_error());
+  const char *log = cuda_log();
+  static const char *const order[] = {"moe_route",  "moe_count",   "moe_scan",    "moe_scatter",
+                                      "moe_gather", "moe_gemm_ws", "moe_gemm_ws", "moe_combine"};
+  const char *at = log;
+  char want[64];
+  for (int i = 0; i < 8; i++) {
+    snprintf(want, sizeof want, "launch %s grid ", order[i]);
+    at = strstr(at, want);
+    cr_assert(at, "launch %d (%s) missing or out of order:\n%s", i, order[i], log);
+    cr_expect(strstr(at, " on device 1: "), "not on the stream's device");
+    at++;
+  }
+  cr_expect_eq(count_lines(log, "launch "), 8, "%s", log);
+  /* y is written by the combine, x read by the gather only */
+  snprintf(want, sizeof want, "launch moe_combine grid ");
+  const char *combine = strstr(log, want);
+  char ys[32];
+  snprintf(ys, sizeof ys, "y=0x%llx ", (unsigned long long)y);
+  cr_expect(combine && strstr(combine, ys), "the combine does not write y:\n%s", log);
+  expect_no_host_wait(log);
+  tile_stream_destroy(s);
+  tile_moe_destroy(m);
+  tile_runtime_destroy(rt);
+}
+
+Test(layer_plans, mlp_forward_is_two_kernels_without_waiting) {
+  tile_runtime *rt = fake_runtime(0);
+  tile_mlp *m;
+  cr_assert_eq(tile_mlp_create(rt, &m), TILE_OK, "%s", tile_last_error());
+  tile_mlp_problem p = {.tokens = 300, .d_model = 128, .d_ff = 256, .act = TILE_MLP_GEGLU_TANH};
+  uint64_t b[6];
+  for (int i = 0; i < 6; i++)
+    b[i] = alloc(rt, 1 << 20);
+  reset_log();
+  cr_assert_eq(tile_mlp_forward(m, &p, b[0], b[1], b[2], b[3], b[4], 0, b[5], NULL), TILE_OK, "%s", tile_last_error());
+  const char *log = cuda_log();
+  cr_expect_eq(count_lines(log, "launch mlp_gate_up grid 132x1x1 "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch mlp_down grid 132x1x1 "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch "), 2, "%s", log);
+  expect_no_host_wait(log);
+  tile_mlp_destroy(m);
+  tile_runtime_destroy(rt);
+}
+
+/* Decodes one batch shape: the plan, then its launches. */
+static void decode(tile_paged *pg, tile_runtime *rt, int batch, int max_kv_len, tile_paged_plan *plan,
+                   uint64_t *workspace) {
+  tile_paged_problem p = {
+      .batch = batch, .heads = 32, .heads_kv = 8, .head_dim = 128, .page_size = 16, .max_kv_len = max_kv_len};
+  cr_assert_eq(tile_paged_decode_plan(pg, &p, plan), TILE_OK, "%s", tile_last_error());
+  tile_paged_buffers b;
+  memset(&b, 0, sizeof b);
+  b.out = alloc(rt, 1 << 20), b.lse = alloc(rt, 1 << 16), b.q = alloc(rt, 1 << 20);
+  b.k_cache = alloc(rt, 1 << 20), b.v_cache = alloc(rt, 1 << 20);
+  b.page_ids = alloc(rt, 1 << 16), b.indptr = alloc(rt, 1 << 16), b.kv_len = alloc(rt, 1 << 16);
+  b.workspace = *workspace = plan->workspace_bytes ? alloc(rt, plan->workspace_bytes) : 0;
+  tile_stream *s;
+  cr_assert_eq(tile_stream_create(rt, &s), TILE_OK);
+  reset_log();
+  cr_assert_eq(tile_paged_decode(pg, plan, &b, s), TILE_OK, "%s", tile_last_error());
+  tile_stream_destroy(s);
+}
+
+Test(layer_plans, paged_decode_splits_by_its_rule) {
+  tile_runtime *rt = fake_runtime(0);
+  tile_paged *pg;
+  cr_assert_eq(tile_paged_create(rt, &pg), TILE_OK, "%s", tile_last_error());
+  tile_paged_plan plan;
+  uint64_t ws;
+  /* one sequence of 32k tokens, 8 KV heads on 132 SMs: 64 splits (8 x 64
+   * programs, under 4 a SM; chunks of 512 tokens), then the merge */
+  decode(pg, rt, 1, 32768, &plan, &ws);
+  cr_expect_eq(plan.splits, tile_paged_splits(1, 8, 32768, 132));
+  cr_expect_eq(plan.splits, 64);
+  cr_expect_gt(plan.workspace_bytes, 0);
+  const char *log = cuda_log();
+  char want[128];
+  cr_expect_eq(count_lines(log, "launch paged_decode grid 8x1x64 "), 1, "%s", log);
+  const char *merge = strstr(log, "launch paged_decode_merge grid 32x1x1 ");
+  cr_expect(merge, "no merge after a split decode:\n%s", log);
+  snprintf(want, sizeof want, "part_out=0x%llx ", (unsigned long long)ws);
+  cr_expect(merge && strstr(merge, want) && strstr(merge, "splits=64"), "the merge does not read the workspace:\n%s",
+            log);
+  cr_expect(strstr(log, "launch paged_decode grid") < merge, "the merge comes first:\n%s", log);
+  expect_no_host_wait(log);
+  /* a batch of 64 fills the GPU: one kernel, no workspace, no merge */
+  decode(pg, rt, 64, 4096, &plan, &ws);
+  cr_expect_eq(plan.splits, 1);
+  cr_expect_eq(plan.workspace_bytes, 0);
+  log = cuda_log();
+  cr_expect_eq(count_lines(log, "launch paged_decode grid 8x64x1 "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch "), 1, "%s", log);
+  expect_no_host_wait(log);
+  tile_paged_destroy(pg);
+  tile_runtime_destroy(rt);
+}
