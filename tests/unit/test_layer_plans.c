@@ -6,12 +6,15 @@
  * (what lets a CUDA graph capture it); the paged decode follows its split
  * rule (a split batch of one sequence launches the split kernel and the
  * merge on the workspace, a full batch one kernel and no merge), also
- * without waiting. The numbers are the GPU suite's to check. */
+ * without waiting; flash attention takes the warp-specialized kernels for
+ * contiguous BHSD and BSHD and the strided ones otherwise. The numbers are
+ * the GPU suite's to check. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fake_libs.h"
+#include "tile_attention.h"
 #include "tile_mlp.h"
 #include "tile_paged.h"
 
@@ -151,5 +154,59 @@ Test(layer_plans, paged_decode_splits_by_its_rule) {
   cr_expect_eq(count_lines(log, "launch "), 1, "%s", log);
   expect_no_host_wait(log);
   tile_paged_destroy(pg);
+  tile_runtime_destroy(rt);
+}
+
+/* The forward and backward of one attention problem: the log of their
+ * launches. */
+static const char *attention_calls(tile_attention *a, tile_runtime *rt, const tile_attention_problem *p) {
+  uint64_t b[10];
+  for (int i = 0; i < 10; i++)
+    b[i] = alloc(rt, 64 << 20);
+  reset_log();
+  cr_assert_eq(tile_attention_forward(a, p, b[0], b[1], b[2], b[3], b[4], NULL), TILE_OK, "%s", tile_last_error());
+  cr_assert_eq(tile_attention_backward(a, p, b[5], b[6], b[7], b[8], b[2], b[3], b[4], b[0], b[1], b[9], NULL), TILE_OK,
+               "%s", tile_last_error());
+  return cuda_log();
+}
+
+Test(layer_plans, attention_takes_the_warp_specialized_kernels_for_contiguous_layouts) {
+  tile_runtime *rt = fake_runtime(0);
+  tile_attention *a;
+  cr_assert_eq(tile_attention_create(rt, &a), TILE_OK, "%s", tile_last_error());
+  /* contiguous BHSD, d128, GQA 4: the TMA descriptors view q as
+   * [batch * heads * seqlen, d] and k, v as [batch * heads_kv * seqlen, d] */
+  tile_attention_problem p = {.batch = 2, .heads = 8, .heads_kv = 2, .seqlen = 1000, .head_dim = 128};
+  const char *log = attention_calls(a, rt, &p);
+  cr_expect_eq(count_lines(log, "launch flash_attention_ws grid 8x16x1 "), 1, "%s", log);
+  cr_expect(strstr(log, "[16000x128] k=0x"), "q as one [16000 x 128] matrix:\n%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_preprocess "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_dkdv_ws grid 8x4x1 "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_dq_ws grid 8x16x1 "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch "), 4, "%s", log);
+  expect_no_host_wait(log);
+  /* contiguous BSHD (strides of [batch, head, row]), causal, d64: the same kernels */
+  p = (tile_attention_problem){.batch = 2,
+                               .heads = 8,
+                               .heads_kv = 2,
+                               .seqlen = 1000,
+                               .head_dim = 64,
+                               .causal = true,
+                               .q_strides = {1000 * 8 * 64, 64, 8 * 64},
+                               .kv_strides = {1000 * 2 * 64, 64, 2 * 64}};
+  log = attention_calls(a, rt, &p);
+  cr_expect_eq(count_lines(log, "launch flash_attention_ws "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_dkdv_ws "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_dq_ws "), 1, "%s", log);
+  /* rows padded apart (neither layout): the strided kernels, strides passed as given */
+  p.q_strides[2] = 8 * 64 + 64, p.q_strides[0] = 1000 * (8 * 64 + 64);
+  log = attention_calls(a, rt, &p);
+  cr_expect_eq(count_lines(log, "launch attention_fwd_lse "), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_dkdv grid"), 1, "%s", log);
+  cr_expect_eq(count_lines(log, "launch attention_bwd_dq grid"), 1, "%s", log);
+  cr_expect(strstr(log, "stride_b=576000 stride_h=64 stride_n=576"), "the strides as given:\n%s", log);
+  cr_expect_null(strstr(log, "_ws "), "a warp-specialized kernel on a strided layout:\n%s", log);
+  expect_no_host_wait(log);
+  tile_attention_destroy(a);
   tile_runtime_destroy(rt);
 }
