@@ -3,7 +3,7 @@
  * flash_attention_ws.tile and flash_attention_bwd_ws.tile, embedded (meson
  * compiles each file once per head dim and mask, and layout for the
  * warp-specialized ones, into the att_*.h headers), picked and launched
- * per call. */
+ * per call; and the fp8 forward of flash_attention_fp8.tile. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,10 @@
 #include "att_d128_causal.h"
 #include "att_d64.h"
 #include "att_d64_causal.h"
+#include "att_fp8_d128.h"
+#include "att_fp8_d128_causal.h"
+#include "att_fp8_d64.h"
+#include "att_fp8_d64_causal.h"
 #include "att_ws_d128.h"
 #include "att_ws_d128_bshd.h"
 #include "att_ws_d128_causal.h"
@@ -77,6 +81,10 @@ static const char *const kernel_names[K_COUNT] = {"attention_fwd_lse", "attentio
 /* The const giving each kernel's rows per program. */
 static const char *const block_consts[K_COUNT] = {"BLOCK_M", "BLOCK_M", "BLOCK_N", "BLOCK_M"};
 
+/* flash_attention_fp8.tile per spec (head dim and mask, as specs[]). */
+static const LoadFn fp8_loads[ATT_SPECS] = {att_fp8_d64_load, att_fp8_d64_causal_load, att_fp8_d128_load,
+                                            att_fp8_d128_causal_load};
+
 struct tile_attention {
   tile_module *mod[ATT_SPECS];
   tile_kernel *k[ATT_SPECS][K_COUNT];
@@ -87,6 +95,9 @@ struct tile_attention {
   tile_module *bws_mod[ATT_SPECS][ATT_WS_LAYOUTS];
   tile_kernel *bws[ATT_SPECS][ATT_WS_LAYOUTS][B_COUNT];
   int bws_block[ATT_SPECS][ATT_WS_LAYOUTS][B_COUNT];
+  tile_module *fp8_mod[ATT_SPECS];
+  tile_kernel *fp8[ATT_SPECS];
+  int fp8_block[ATT_SPECS];
 };
 
 tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
@@ -104,6 +115,11 @@ tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
       if (st == TILE_OK && a->block[s][i] <= 0)
         st = tilert_fail(TILE_ERROR_BAD_METADATA, "%s has no %s", kernel_names[i], block_consts[i]);
     }
+    if (st == TILE_OK) st = fp8_loads[s](rt, &a->fp8_mod[s]);
+    if (st == TILE_OK) st = tile_kernel_get(a->fp8_mod[s], "flash_attention_fp8", &a->fp8[s]);
+    a->fp8_block[s] = st == TILE_OK ? tilert_kernel_const_int(a->fp8[s], "BLOCK_M") : 0;
+    if (st == TILE_OK && a->fp8_block[s] <= 0)
+      st = tilert_fail(TILE_ERROR_BAD_METADATA, "flash_attention_fp8 has no BLOCK_M");
     for (int l = 0; l < ATT_WS_LAYOUTS && st == TILE_OK; l++) {
       st = ws_loads[s][l](rt, &a->ws_mod[s][l]);
       if (st == TILE_OK) st = tile_kernel_get(a->ws_mod[s][l], "flash_attention_ws", &a->ws[s][l]);
@@ -132,6 +148,7 @@ void tile_attention_destroy(tile_attention *a) {
   if (!a) return;
   for (int s = 0; s < ATT_SPECS; s++) {
     tile_module_unload(a->mod[s]);
+    tile_module_unload(a->fp8_mod[s]);
     for (int l = 0; l < ATT_WS_LAYOUTS; l++) tile_module_unload(a->ws_mod[s][l]), tile_module_unload(a->bws_mod[s][l]);
   }
   free(a);
@@ -276,6 +293,47 @@ tile_status tile_attention_forward(tile_attention *a, const tile_attention_probl
   for (int i = 0; i < 5; i++) args[i] = tile_arg_ptr(ptrs[i]);
   scalars(&pr.p, args + 5);
   return launch(a, &pr, K_FWD, pr.p.heads, stream, args, 15);
+}
+
+tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t q,
+                                       uint64_t k, uint64_t v, const tile_attention_fp8_scales *scales,
+                                       tile_stream *stream) {
+  static const char fn[] = "tile_attention_forward_fp8";
+  Problem pr;
+  tile_status st = check_problem(fn, p, &pr);
+  static const char *const names[] = {"out", "q", "k", "v"};
+  const uint64_t ptrs[] = {out, q, k, v};
+  if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 4);
+  if (st != TILE_OK) return st;
+  const tile_attention_problem *pp = &pr.p;
+  /* one head count and one set of strides for q, k, v and out */
+  if (pp->heads_kv != pp->heads)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: heads (%d) and heads_kv (%d) differ: the fp8 forward has no grouped-query heads", fn,
+                       pp->heads, pp->heads_kv);
+  if (memcmp(pp->q_strides, pp->kv_strides, sizeof pp->q_strides))
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: q_strides and kv_strides differ: the fp8 forward reads q, k, v and writes out with one "
+                       "set of strides",
+                       fn);
+  if (!scales) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the scales are NULL", fn);
+  const float sc[3] = {scales->descale_q, scales->descale_k, scales->descale_v};
+  static const char *const sc_names[3] = {"descale_q", "descale_k", "descale_v"};
+  for (int i = 0; i < 3; i++)
+    if (!(sc[i] > 0) || isinf(sc[i]))
+      return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is %g: it must be positive and finite", fn, sc_names[i],
+                         (double)sc[i]);
+  if (!a) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
+  tile_arg args[13] = {tile_arg_ptr(out),        tile_arg_ptr(q),          tile_arg_ptr(k),
+                       tile_arg_ptr(v),          tile_arg_i64(pp->seqlen), tile_arg_i64(pp->heads),
+                       tile_arg_f32(pp->sm_scale), tile_arg_f32(sc[0]),    tile_arg_f32(sc[1]),
+                       tile_arg_f32(sc[2]),      tile_arg_i64(pp->q_strides[0]), tile_arg_i64(pp->q_strides[1]),
+                       tile_arg_i64(pp->q_strides[2])};
+  int block = a->fp8_block[pr.spec];
+  uint32_t grid[3] = {(uint32_t)((pp->seqlen + block - 1) / block), (uint32_t)(pp->batch * pp->heads), 1};
+  st = tile_launch(a->fp8[pr.spec], grid, stream, args, 13);
+  if (st != TILE_OK) tilert_error_prefix("%s: flash_attention_fp8", fn);
+  return st;
 }
 
 /* dk, dv and dq by flash_attention_bwd_ws.tile, delta in the workspace. */

@@ -66,6 +66,25 @@ void tile_attention_destroy(tile_attention *a);
 tile_status tile_attention_forward(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t lse,
                                    uint64_t q, uint64_t k, uint64_t v, tile_stream *stream);
 
+/* The fp8 forward (lang/std/flash_attention_fp8.tile): q, k and v hold
+ * e4m3 values x / scale with one scale per tensor, given here as the
+ * descale factors (the scales: positive, finite); out is bf16:
+ *
+ *   out = softmax(q k^T * descale_q * descale_k * sm_scale [causal]) v * descale_v
+ *
+ * Both products on fp8 tensor cores, P rounded to e4m3 for the second
+ * (a relative error of a few 1e-3 to 1e-2). No lse; no grouped-query
+ * heads (heads_kv must equal heads); q, k, v and out share one layout
+ * (q_strides and kv_strides equal, in elements, or both left 0 for
+ * contiguous BHSD). */
+typedef struct tile_attention_fp8_scales {
+  float descale_q, descale_k, descale_v;
+} tile_attention_fp8_scales;
+
+tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t q,
+                                       uint64_t k, uint64_t v, const tile_attention_fp8_scales *scales,
+                                       tile_stream *stream);
+
 /* Bytes of the backward's workspace (each row's rowsum(out * dout)). */
 size_t tile_attention_workspace_bytes(const tile_attention_problem *p);
 

@@ -10,7 +10,8 @@
  * (flash_attention_ws.tile: out and lse, the window and BSHD included) and
  * the warp-specialized dk/dv and dq (flash_attention_bwd_ws.tile) on the
  * same inputs, and runs again through tile_attention.h, checked
- * against the same reference. */
+ * against the same reference. The fp8 forward runs through
+ * tile_attention.h too, against float64 on its dequantized inputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -458,6 +459,62 @@ static bool run_varlen(Gpu *g, const VarlenCase *c, bool ws, uint64_t seed) {
   return ok;
 }
 
+/* The fp8 forward through tile_attention.h (tile_attention_forward_fp8)
+ * on e4m3 inputs with per-tensor scales, out poisoned, against the
+ * float64 reference on the dequantized values: below the spec's fp8 bound. */
+#define ATTN_FP8_TOL 5e-2
+static const AttnCase fp8_cases[] = {
+    {"attention fp8 forward (tile_attention.h) d64 full n300 h2", 1, 2, 2, 300, 64, false, false, false, 0},
+    {"attention fp8 forward (tile_attention.h) d128 causal n257 b2 h3 bshd", 2, 3, 3, 257, 128, true, true, false, 0},
+};
+
+static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
+  size_t n = (size_t)c->batch * c->heads * c->seqlen * c->dim;
+  int64_t sn = c->bshd ? (int64_t)c->heads * c->dim : c->dim, sh = c->bshd ? c->dim : (int64_t)c->seqlen * c->dim;
+  int64_t sb = (int64_t)c->heads * c->seqlen * c->dim;
+  const tile_attention_fp8_scales sc = {0.005f, 0.0075f, 0.0025f};
+  Rng rng = {seed};
+  DBuf b[4];
+  memset(b, 0, sizeof b);
+  static const char *const names[4] = {"q", "k", "v", "out"};
+  bool ok = true;
+  for (int i = 0; i < 4 && ok; i++) {
+    ok = dbuf_alloc(g, &b[i], names[i], i == 3 ? "bf16" : "f8e4m3", n);
+    if (ok && i < 3) dbuf_fill(&b[i], &rng, -200, 200);
+    if (ok && i == 3) dbuf_poison(&b[i]);
+    ok = ok && dbuf_upload(g, &b[i]);
+  }
+  tile_attention *att = NULL;
+  tile_attention_problem p = {c->batch, c->heads, c->heads, c->seqlen, c->dim, c->causal, 0, {sb, sh, sn}, {sb, sh, sn}};
+  ok = ok && tile_attention_create(g->rt, &att) == TILE_OK &&
+       tile_attention_forward_fp8(att, &p, b[3].dev, b[0].dev, b[1].dev, b[2].dev, &sc, NULL) == TILE_OK &&
+       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &b[3]);
+  if (!ok) printf("  tile_attention_forward_fp8: %s\n", tile_last_error());
+  if (ok) {
+    const float descale[3] = {sc.descale_q, sc.descale_k, sc.descale_v};
+    double *x[3], *dout = malloc(sizeof(double) * n);
+    for (int i = 0; i < 3; i++) {
+      x[i] = malloc(sizeof(double) * n);
+      for (size_t j = 0; x[i] && j < n; j++) x[i][j] = dbuf_get(&b[i], j) * descale[i];
+    }
+    for (size_t j = 0; dout && j < n; j++) dout[j] = rng_uniform(&rng, -1, 1);
+    AttnRefShape shape = {c->batch, c->heads, c->heads, c->seqlen, c->dim, c->causal, sb, sh, sn, sb, sh, sn, 0};
+    AttnRefOut r = {malloc(sizeof(double) * n), malloc(sizeof(double) * (size_t)c->batch * c->heads * c->seqlen),
+                    calloc(n, sizeof(double)), calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+    attn_ref_train(&shape, x[0], x[1], x[2], dout, 1.0 / sqrt((double)c->dim), &r);
+    double e = error_of(&b[3], r.out);
+    if (!(e <= ATTN_FP8_TOL)) {
+      printf("  tile_attention_forward_fp8: out error %.3g (limit %.3g)\n", e, ATTN_FP8_TOL);
+      ok = false;
+    }
+    for (int i = 0; i < 3; i++) free(x[i]);
+    free(dout), free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
+  }
+  tile_attention_destroy(att);
+  for (int i = 0; i < 4; i++) dbuf_free(g, &b[i]);
+  return ok;
+}
+
 int gpu_attention_tests(Gpu *g, const char *only) {
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -473,5 +530,10 @@ int gpu_attention_tests(Gpu *g, const char *only) {
       double t0 = now_ms();
       gpu_report(g, name, run_varlen(g, &varlen_cases[i], ws, 7100 + i), t0, &failed);
     }
+  for (size_t i = 0; i < sizeof fp8_cases / sizeof fp8_cases[0]; i++) {
+    if (only && !strstr(fp8_cases[i].name, only)) continue;
+    double t0 = now_ms();
+    gpu_report(g, fp8_cases[i].name, run_fp8_api(g, &fp8_cases[i], 7200 + i), t0, &failed);
+  }
   return failed;
 }

@@ -322,6 +322,10 @@ static void append_param(char *out, size_t size, const char *line, const void *v
     uint64_t v;
     memcpy(&v, value, sizeof v);
     snprintf(out + used, size - used, strcmp(kind, "ptr") ? " %s=%llu" : " %s=0x%llx", name, (unsigned long long)v);
+  } else if (!strcmp(kind, "f32")) {
+    float v;
+    memcpy(&v, value, sizeof v);
+    snprintf(out + used, size - used, " %s=%g", name, (double)v);
   } else if (!strcmp(kind, "i32") || !strcmp(kind, "u32")) {
     uint32_t v;
     memcpy(&v, value, sizeof v);

@@ -70,3 +70,27 @@ Test(attention_api, workspace_is_one_float_per_query_row) {
   cr_expect_eq(tile_attention_workspace_bytes(&good), (size_t)2 * 8 * 300 * 4);
   cr_expect_eq(tile_attention_workspace_bytes(NULL), 0);
 }
+
+static void expect_fp8_error(const tile_attention_problem *p, const tile_attention_fp8_scales *s, uint64_t q,
+                             const char *message) {
+  tile_status st = tile_attention_forward_fp8(NULL, p, P(1), q, P(3), P(4), s, NULL);
+  cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT, "%s", message);
+  cr_expect(strstr(tile_last_error(), message), "got '%s', expected '%s'", tile_last_error(), message);
+}
+
+Test(attention_api, the_fp8_forward_checks_its_own_limits) {
+  const tile_attention_fp8_scales ok = {0.01f, 0.02f, 0.03f};
+  tile_attention_problem p = good; /* grouped-query heads: not in fp8 */
+  expect_fp8_error(&p, &ok, P(2), "heads (8) and heads_kv (2) differ: the fp8 forward has no grouped-query heads");
+  p.heads_kv = 8;
+  expect_fp8_error(&p, &ok, P(2) + 8, "tile_attention_forward_fp8: q (0x20008) is not 16-byte aligned");
+  p.q_strides[0] = 300 * 8 * 128, p.q_strides[1] = 128, p.q_strides[2] = 8 * 128; /* BSHD q, BHSD k and v */
+  expect_fp8_error(&p, &ok, P(2), "q_strides and kv_strides differ");
+  memcpy(p.kv_strides, p.q_strides, sizeof p.q_strides);
+  expect_fp8_error(&p, NULL, P(2), "the scales are NULL");
+  expect_fp8_error(&p, &(tile_attention_fp8_scales){0.01f, 0.0f, 0.03f}, P(2), "descale_k is 0: it must be positive");
+  expect_fp8_error(&p, &(tile_attention_fp8_scales){0.01f, 0.02f, (float)INFINITY}, P(2), "descale_v is inf");
+  expect_fp8_error(&p, &ok, P(2), "tile_attention_forward_fp8: the tile_attention is NULL");
+  p.head_dim = 256;
+  expect_fp8_error(&p, &ok, P(2), "head_dim 256 has no kernel");
+}

@@ -210,3 +210,32 @@ Test(layer_plans, attention_takes_the_warp_specialized_kernels_for_contiguous_la
   tile_attention_destroy(a);
   tile_runtime_destroy(rt);
 }
+
+Test(layer_plans, the_fp8_forward_launches_its_kernel_with_the_scales) {
+  tile_runtime *rt = fake_runtime(0);
+  tile_attention *a;
+  cr_assert_eq(tile_attention_create(rt, &a), TILE_OK, "%s", tile_last_error());
+  tile_attention_problem p = {.batch = 3, .heads = 4, .heads_kv = 4, .seqlen = 1000, .head_dim = 128, .causal = true};
+  uint64_t out = alloc(rt, 1 << 24), q = alloc(rt, 1 << 24), k = alloc(rt, 1 << 24), v = alloc(rt, 1 << 24);
+  tile_attention_fp8_scales s = {0.25f, 0.5f, 0.125f};
+  reset_log();
+  cr_assert_eq(tile_attention_forward_fp8(a, &p, out, q, k, v, &s, NULL), TILE_OK, "%s", tile_last_error());
+  const char *log = cuda_log();
+  char want[512];
+  /* BHSD strides filled in; sm_scale 1 / sqrt(128); a program per
+   * BLOCK_M rows of each of the 12 heads */
+  snprintf(want, sizeof want,
+           "on device 0: out=0x%llx q=0x%llx k=0x%llx v=0x%llx seqlen=1000 heads=4 sm_scale=0.0883883 "
+           "descale_q=0.25 descale_k=0.5 descale_v=0.125 stride_b=512000 stride_h=128000 stride_n=128\n",
+           (unsigned long long)out, (unsigned long long)q, (unsigned long long)k, (unsigned long long)v);
+  const char *at = strstr(log, want);
+  cr_expect(at, "expected '%s' in:\n%s", want, log);
+  cr_expect_eq(count_lines(log, "launch flash_attention_fp8 grid "), 1, "%s", log);
+  unsigned gx = 0, gy = 0;
+  cr_expect_eq(sscanf(log, "launch flash_attention_fp8 grid %ux%ux1", &gx, &gy), 2, "%s", log);
+  cr_expect_eq(gy, 12);
+  cr_expect_eq(gx, 16, "grid x %u: 1000 rows in blocks of BLOCK_M = 8192 / HEAD_DIM = 64", gx);
+  expect_no_host_wait(log);
+  tile_attention_destroy(a);
+  tile_runtime_destroy(rt);
+}
