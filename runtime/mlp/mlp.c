@@ -1,7 +1,7 @@
 /* mlp.c - tile_mlp.h: the gated MLP kernels of lang/std/mlp.tile,
  * embedded (meson compiles mlp_gate_up once per activation and mlp_down
- * with and without the residual into the mlp_*.h headers), picked and
- * launched per call. */
+ * with and without the residual into the mlp_*.h headers, and the fp8
+ * layer's kernels likewise), picked and launched per call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,13 @@
 #include "internal.h"
 #include "layer.h"
 #include "mlp_down_plain.h"
+#include "mlp_down8_plain.h"
+#include "mlp_down8_res.h"
 #include "mlp_down_res.h"
+#include "mlp_quant.h"
+#include "mlp_up8_act0.h"
+#include "mlp_up8_act1.h"
+#include "mlp_up8_act2.h"
 #include "mlp_up_act0.h"
 #include "mlp_up_act1.h"
 #include "mlp_up_act2.h"
@@ -23,9 +29,16 @@ static const LayerLoadFn up_loads[MLP_ACTS] = {mlp_up_act0_load, mlp_up_act1_loa
 /* [0]: without the residual, [1]: with it */
 static const LayerLoadFn down_loads[MLP_DOWNS] = {mlp_down_plain_load, mlp_down_res_load};
 
+/* The fp8 layer's: mlp_gate_up_fp8 per activation, mlp_down_fp8 without
+ * and with the residual, and the per-token quantization. */
+static const LayerLoadFn up8_loads[MLP_ACTS] = {mlp_up8_act0_load, mlp_up8_act1_load, mlp_up8_act2_load};
+static const LayerLoadFn down8_loads[MLP_DOWNS] = {mlp_down8_plain_load, mlp_down8_res_load};
+
 struct tile_mlp {
   tile_module *up_mod[MLP_ACTS], *down_mod[MLP_DOWNS];
   tile_kernel *up[MLP_ACTS], *down[MLP_DOWNS];
+  tile_module *up8_mod[MLP_ACTS], *down8_mod[MLP_DOWNS], *quant_mod;
+  tile_kernel *up8[MLP_ACTS], *down8[MLP_DOWNS], *quant;
   uint32_t sms; /* the persistent kernels' grid: one program per SM */
 };
 
@@ -41,6 +54,11 @@ tile_status tile_mlp_create(tile_runtime *rt, tile_mlp **out) {
     st = layer_load(rt, up_loads[i], "mlp_gate_up", &m->up_mod[i], &m->up[i]);
   for (int i = 0; i < MLP_DOWNS && st == TILE_OK; i++)
     st = layer_load(rt, down_loads[i], "mlp_down", &m->down_mod[i], &m->down[i]);
+  for (int i = 0; i < MLP_ACTS && st == TILE_OK; i++)
+    st = layer_load(rt, up8_loads[i], "mlp_gate_up_fp8", &m->up8_mod[i], &m->up8[i]);
+  for (int i = 0; i < MLP_DOWNS && st == TILE_OK; i++)
+    st = layer_load(rt, down8_loads[i], "mlp_down_fp8", &m->down8_mod[i], &m->down8[i]);
+  if (st == TILE_OK) st = layer_load(rt, mlp_quant_load, "mlp_quantize_fp8", &m->quant_mod, &m->quant);
   if (st != TILE_OK) {
     tilert_error_prefix("tile_mlp_create");
     tile_mlp_destroy(m);
@@ -54,6 +72,9 @@ void tile_mlp_destroy(tile_mlp *m) {
   if (!m) return;
   for (int i = 0; i < MLP_ACTS; i++) tile_module_unload(m->up_mod[i]);
   for (int i = 0; i < MLP_DOWNS; i++) tile_module_unload(m->down_mod[i]);
+  for (int i = 0; i < MLP_ACTS; i++) tile_module_unload(m->up8_mod[i]);
+  for (int i = 0; i < MLP_DOWNS; i++) tile_module_unload(m->down8_mod[i]);
+  tile_module_unload(m->quant_mod);
   free(m);
 }
 
@@ -160,5 +181,90 @@ tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y,
   st = gate_up(m, p, workspace, x, w_gate, w_up, stream);
   if (st == TILE_OK) st = down(m, p, y, workspace, w_down, residual, stream);
   if (st != TILE_OK) tilert_error_prefix("%s", fn);
+  return st;
+}
+
+/* ---- the fp8 layer ---- */
+
+/* e4m3 rows must be 16-byte multiples for the tensor copies. */
+#define MLP_FP8_DIM_MULTIPLE 16
+/* Each part of the fp8 workspace starts on this boundary (TMA bases are
+ * 16-byte aligned; 256 keeps every part on its own cache lines). */
+#define MLP_FP8_PART_ALIGN 256
+
+/* Where the parts of the fp8 workspace start: xq, xs, h, hq, hs; [5] the
+ * total. */
+static void fp8_parts(const tile_mlp_problem *p, size_t off[6]) {
+  size_t t = (size_t)p->tokens, dm = (size_t)p->d_model, dff = (size_t)p->d_ff;
+  const size_t bytes[5] = {t * dm, t * sizeof(float), t * dff * LAYER_ELEM_BYTES, t * dff, t * sizeof(float)};
+  size_t at = 0;
+  for (int i = 0; i < 5; i++) {
+    off[i] = at;
+    at += (bytes[i] + MLP_FP8_PART_ALIGN - 1) / MLP_FP8_PART_ALIGN * MLP_FP8_PART_ALIGN;
+  }
+  off[5] = at;
+}
+
+static tile_status check_fp8_problem(const char *fn, const tile_mlp_problem *p) {
+  tile_status st = check_problem(fn, p);
+  if (st == TILE_OK && (p->d_model % MLP_FP8_DIM_MULTIPLE || p->d_ff % MLP_FP8_DIM_MULTIPLE))
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: d_model (%d) and d_ff (%d) must be multiples of %d for fp8 (16-byte rows of e4m3)", fn,
+                       p->d_model, p->d_ff, MLP_FP8_DIM_MULTIPLE);
+  return st;
+}
+
+size_t tile_mlp_fp8_workspace_bytes(const tile_mlp_problem *p) {
+  if (check_fp8_problem("tile_mlp_fp8_workspace_bytes", p) != TILE_OK) return 0;
+  size_t off[6];
+  fp8_parts(p, off);
+  return off[5];
+}
+
+tile_status tile_mlp_forward_fp8(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t x,
+                                 const tile_mlp_fp8_weights *w, uint64_t residual, uint64_t workspace,
+                                 tile_stream *stream) {
+  static const char fn[] = "tile_mlp_forward_fp8";
+  tile_status st = check_fp8_problem(fn, p);
+  if (st == TILE_OK && !w) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the weights are NULL", fn);
+  if (st != TILE_OK) return st;
+  static const char *const names[] = {"y",         "x",          "w->w_gate",     "w->w_up",  "w->w_down",
+                                      "w->gate_scale", "w->up_scale", "w->down_scale", "workspace", "residual"};
+  const uint64_t ptrs[] = {y, x, w->w_gate, w->w_up, w->w_down, w->gate_scale, w->up_scale, w->down_scale, workspace,
+                           residual};
+  /* the scales are f32 arrays: 4-byte alignment */
+  for (int i = 0; i < 10 && st == TILE_OK; i++)
+    st = layer_check_ptr(fn, names[i], ptrs[i], i >= 5 && i <= 7 ? sizeof(float) : LAYER_PTR_ALIGN, i == 9);
+  if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_mlp is NULL", fn);
+  if (st != TILE_OK) return st;
+  int64_t t = p->tokens, dm = p->d_model, dff = p->d_ff;
+  size_t off[6];
+  fp8_parts(p, off);
+  uint64_t xq = workspace + off[0], xs = workspace + off[1], h = workspace + off[2], hq = workspace + off[3];
+  uint64_t hs = workspace + off[4];
+  uint32_t rows[3] = {(uint32_t)t, 1, 1}, grid[3] = {m->sms, 1, 1};
+  tile_tensor th = matrix(h, t, dff), txq = {xq, 2, {t, dm}, {dm, 1}}, tg = {w->w_gate, 2, {dff, dm}, {dm, 1}};
+  tile_tensor tu = {w->w_up, 2, {dff, dm}, {dm, 1}}, ty = matrix(y, t, dm), thq = {hq, 2, {t, dff}, {dff, 1}};
+  tile_tensor td = {w->w_down, 2, {dm, dff}, {dff, 1}};
+  tile_arg q1[4] = {tile_arg_ptr(xq), tile_arg_ptr(xs), tile_arg_ptr(x), tile_arg_i64(dm)};
+  tile_arg up[10] = {tile_arg_tensor(&th),      tile_arg_tensor(&txq),       tile_arg_tensor(&tg),
+                     tile_arg_tensor(&tu),      tile_arg_ptr(xs),            tile_arg_ptr(w->gate_scale),
+                     tile_arg_ptr(w->up_scale), tile_arg_i64(t),             tile_arg_i64(dm),
+                     tile_arg_i64(dff)};
+  tile_arg q2[4] = {tile_arg_ptr(hq), tile_arg_ptr(hs), tile_arg_ptr(h), tile_arg_i64(dff)};
+  /* without the residual the pointer is not read: pass y (aligned) */
+  tile_arg dn[10] = {tile_arg_tensor(&ty),   tile_arg_tensor(&thq), tile_arg_tensor(&td),
+                     tile_arg_ptr(hs),       tile_arg_ptr(w->down_scale), tile_arg_ptr(residual ? residual : y),
+                     tile_arg_i64(dm),       tile_arg_i64(t),       tile_arg_i64(dff),
+                     tile_arg_i64(dm)};
+  static const char *const steps[4] = {"mlp_quantize_fp8 (x)", "mlp_gate_up_fp8", "mlp_quantize_fp8 (h)",
+                                       "mlp_down_fp8"};
+  for (int i = 0; i < 4 && st == TILE_OK; i++) {
+    if (i == 0) st = tile_launch(m->quant, rows, stream, q1, 4);
+    if (i == 1) st = tile_launch(m->up8[p->act], grid, stream, up, 10);
+    if (i == 2) st = tile_launch(m->quant, rows, stream, q2, 4);
+    if (i == 3) st = tile_launch(m->down8[residual != 0], grid, stream, dn, 10);
+    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, steps[i]);
+  }
   return st;
 }

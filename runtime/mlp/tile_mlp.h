@@ -74,6 +74,29 @@ tile_status tile_mlp_gate_up(tile_mlp *m, const tile_mlp_problem *p, uint64_t h,
 tile_status tile_mlp_down(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
                           uint64_t residual, tile_stream *stream);
 
+/* The fp8 layer (mlp.tile's mlp_quantize_fp8, mlp_gate_up_fp8 and
+ * mlp_down_fp8): e4m3 weights with a scale per output channel, each
+ * matrix stored with one output channel per row (w_gate and w_up
+ * [d_ff, d_model], w_down [d_model, d_ff]), the scales f32 (gate_scale,
+ * up_scale [d_ff], down_scale [d_model]; a stored weight times its
+ * channel's scale is the weight). x, y and residual are bf16 as above.
+ * Each token's row of x is quantized to e4m3 with its own scale
+ * (max |row| / 448), h = act(g) * u is computed from the fp8 products in
+ * f32 and rounded to bf16, then quantized per token the same way for the
+ * down projection: four launches. d_model and d_ff must be multiples of
+ * 16 (16-byte rows of e4m3). The workspace
+ * (tile_mlp_fp8_workspace_bytes(p)) holds the quantized x and h, their
+ * scales and h. */
+typedef struct tile_mlp_fp8_weights {
+  uint64_t w_gate, w_up, w_down;             /* e4m3 */
+  uint64_t gate_scale, up_scale, down_scale; /* f32 */
+} tile_mlp_fp8_weights;
+
+size_t tile_mlp_fp8_workspace_bytes(const tile_mlp_problem *p);
+tile_status tile_mlp_forward_fp8(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t x,
+                                 const tile_mlp_fp8_weights *w, uint64_t residual, uint64_t workspace,
+                                 tile_stream *stream);
+
 /* ---- a mixture-of-experts layer (lang/std/moe.tile) ----
  *
  *   tile_moe *moe;

@@ -447,6 +447,27 @@ static bool run_mlp_fp8(Gpu *g, uint64_t seed) {
     ok = eh <= MLP_TOL && ey <= MLP_TOL;
     free(want_h), free(want_y);
   }
+  /* the same layer through tile_mlp.h (tile_mlp_forward_fp8, the
+   * embedded kernels): y bit for bit as the direct launches' */
+  tile_mlp *m = NULL;
+  DBuf y2, ws;
+  memset(&y2, 0, sizeof y2), memset(&ws, 0, sizeof ws);
+  tile_mlp_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .act = TILE_MLP_SWIGLU};
+  tile_mlp_fp8_weights wts = {b[WG].dev, b[WU].dev, b[WD].dev, b[GS].dev, b[US].dev, b[DS].dev};
+  if (ok) {
+    ok = tile_mlp_create(g->rt, &m) == TILE_OK && dbuf_alloc(g, &y2, "y", "bf16", tx) &&
+         dbuf_alloc(g, &ws, "workspace", "u8", tile_mlp_fp8_workspace_bytes(&p));
+    if (ok) dbuf_poison(&y2), ok = dbuf_upload(g, &y2);
+    ok = ok && tile_mlp_forward_fp8(m, &p, y2.dev, b[X].dev, &wts, b[RES].dev, ws.dev, NULL) == TILE_OK &&
+         tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &y2);
+    if (!ok) printf("  tile_mlp_forward_fp8 failed: %s\n", tile_last_error());
+    if (ok && memcmp(y2.host, b[Y].host, tx * 2)) {
+      printf("  tile_mlp_forward_fp8: y differs from the direct launches\n");
+      ok = false;
+    }
+  }
+  dbuf_free(g, &y2), dbuf_free(g, &ws);
+  tile_mlp_destroy(m);
   for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
   for (int i = 0; i < 4; i++) variant_free(&v[i]);
   return ok;

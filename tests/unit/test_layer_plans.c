@@ -239,3 +239,41 @@ Test(layer_plans, the_fp8_forward_launches_its_kernel_with_the_scales) {
   tile_attention_destroy(a);
   tile_runtime_destroy(rt);
 }
+
+Test(layer_plans, the_fp8_mlp_quantizes_x_projects_quantizes_h_and_projects) {
+  tile_runtime *rt = fake_runtime(0);
+  tile_mlp *m;
+  cr_assert_eq(tile_mlp_create(rt, &m), TILE_OK, "%s", tile_last_error());
+  tile_mlp_problem p = {.tokens = 300, .d_model = 128, .d_ff = 256, .act = TILE_MLP_GEGLU};
+  tile_mlp_fp8_weights w = {alloc(rt, 1 << 20), alloc(rt, 1 << 20), alloc(rt, 1 << 20),
+                            alloc(rt, 1 << 12), alloc(rt, 1 << 12), alloc(rt, 1 << 12)};
+  uint64_t y = alloc(rt, 1 << 20), x = alloc(rt, 1 << 20), res = alloc(rt, 1 << 20);
+  uint64_t ws = alloc(rt, tile_mlp_fp8_workspace_bytes(&p));
+  reset_log();
+  cr_assert_eq(tile_mlp_forward_fp8(m, &p, y, x, &w, res, ws, NULL), TILE_OK, "%s", tile_last_error());
+  const char *log = cuda_log();
+  /* the workspace: xq at 0 (300 x 128 bytes), xs after it (38400 is a
+   * multiple of 256), h at 38400 + 1280, hq after h's 153600 bytes */
+  unsigned long long xs = ws + 38400, h = xs + 1280, hq = h + 153600, hs = hq + 76800;
+  char want[512];
+  snprintf(want, sizeof want, "launch mlp_quantize_fp8 grid 300x1x1 on device 0: q=0x%llx s=0x%llx x=0x%llx n=128\n",
+           (unsigned long long)ws, xs, (unsigned long long)x);
+  const char *at = strstr(log, want);
+  cr_expect(at, "expected '%s' in:\n%s", want, log);
+  snprintf(want, sizeof want, "launch mlp_gate_up_fp8 grid 132x1x1 on device 0: h=0x%llx[300x256] x=0x%llx[300x128] ",
+           h, (unsigned long long)ws);
+  cr_expect(at && (at = strstr(at, want)), "expected '%s' after the first quantization in:\n%s", want, log);
+  snprintf(want, sizeof want, "launch mlp_quantize_fp8 grid 300x1x1 on device 0: q=0x%llx s=0x%llx x=0x%llx n=256\n",
+           hq, hs, h);
+  cr_expect(at && (at = strstr(at, want)), "expected '%s' after the gate/up projection in:\n%s", want, log);
+  snprintf(want, sizeof want, "launch mlp_down_fp8 grid 132x1x1 on device 0: y=0x%llx[300x128] h=0x%llx[300x256] ",
+           (unsigned long long)y, hq);
+  cr_expect(at && (at = strstr(at, want)), "expected '%s' last in:\n%s", want, log);
+  snprintf(want, sizeof want, "residual=0x%llx res_stride=128 tokens=300 d_ff=256 d_model=128\n",
+           (unsigned long long)res);
+  cr_expect(at && strstr(at, want), "expected '%s' in:\n%s", want, log);
+  cr_expect_eq(count_lines(log, "launch "), 4, "%s", log);
+  expect_no_host_wait(log);
+  tile_mlp_destroy(m);
+  tile_runtime_destroy(rt);
+}

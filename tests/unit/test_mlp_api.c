@@ -161,3 +161,28 @@ Test(mlp_api, the_two_halves_check_their_own_pointers) {
   cr_expect_eq(tile_mlp_down(NULL, &p, P(1), P(2), P(3), 0, NULL), TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "tile_mlp_down: tokens (-1)"), "%s", tile_last_error());
 }
+
+Test(mlp_api, the_fp8_layer_checks_its_widths_weights_and_scales) {
+  tile_mlp_fp8_weights w = {P(3), P(4), P(5), P(6) + 4, P(7), P(8)};
+  tile_mlp_problem p = good; /* 264 and 520: multiples of 8, not of 16 */
+  cr_expect_eq(tile_mlp_fp8_workspace_bytes(&p), 0);
+  cr_expect_eq(tile_mlp_forward_fp8(NULL, &p, P(1), P(2), &w, 0, P(9), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "d_model (264) and d_ff (520) must be multiples of 16 for fp8"), "%s",
+            tile_last_error());
+  p.d_model = 272, p.d_ff = 528;
+  /* x, h quantized (1 byte each), two f32 scales per token, h in bf16: each part on 256 bytes */
+  size_t t = 1000, parts = (t * 272 + 255) / 256 * 256 + (t * 4 + 255) / 256 * 256 + (t * 528 * 2 + 255) / 256 * 256 +
+                          (t * 528 + 255) / 256 * 256 + (t * 4 + 255) / 256 * 256;
+  cr_expect_eq(tile_mlp_fp8_workspace_bytes(&p), parts);
+  cr_expect_eq(tile_mlp_forward_fp8(NULL, &p, P(1), P(2), NULL, 0, P(9), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "the weights are NULL"), "%s", tile_last_error());
+  /* a scale array needs only its floats' alignment */
+  cr_expect_eq(tile_mlp_forward_fp8(NULL, &p, P(1), P(2), &w, 0, P(9), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_mlp_forward_fp8: the tile_mlp is NULL"), "%s", tile_last_error());
+  w.up_scale = P(7) + 2;
+  cr_expect_eq(tile_mlp_forward_fp8(NULL, &p, P(1), P(2), &w, 0, P(9), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "w->up_scale (0x70002) is not 4-byte aligned"), "%s", tile_last_error());
+  w.up_scale = P(7), w.w_down = 0;
+  cr_expect_eq(tile_mlp_forward_fp8(NULL, &p, P(1), P(2), &w, 0, P(9), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "w->w_down is 0"), "%s", tile_last_error());
+}
