@@ -16,6 +16,7 @@
 #include "moe_count_w32.h"
 #include "moe_count_w8.h"
 #include "moe_down.h"
+#include "moe_down8.h"
 #include "moe_gather.h"
 #include "moe_route_w128.h"
 #include "moe_route_w32.h"
@@ -26,6 +27,10 @@
 #include "moe_scatter_w8.h"
 #include "moe_up_act0.h"
 #include "moe_up_act1.h"
+#include "moe_quant8.h"
+#include "moe_up8_act0.h"
+#include "moe_up8_act1.h"
+#include "moe_up8_act2.h"
 #include "moe_up_act2.h"
 #include "tile_mlp.h"
 
@@ -60,12 +65,19 @@ static const LayerLoadFn width_loads[MOE_WIDTHS][W_KERNELS] = {
 static const char *const width_names[W_KERNELS] = {"moe_route", "moe_count", "moe_scatter"};
 /* Once: scan, gather, combine, the plain grouped GEMM, the gated one per
  * activation. */
-enum { S_SCAN, S_GATHER, S_COMBINE, S_DOWN, S_UP, S_KERNELS = S_UP + MOE_ACTS };
-static const LayerLoadFn shared_loads[S_KERNELS] = {moe_scan_load,     moe_gather_load,   moe_combine_load,
-                                                    moe_down_load,     moe_up_act0_load,  moe_up_act1_load,
-                                                    moe_up_act2_load};
-static const char *const shared_names[S_KERNELS] = {"moe_scan",    "moe_gather",  "moe_combine", "moe_gemm_ws",
-                                                    "moe_gemm_ws", "moe_gemm_ws", "moe_gemm_ws"};
+/* And the fp8 layer's: the block quantization, the plain fp8 grouped
+ * GEMM, the gated one per activation. The grouped GEMMs come last, from
+ * S_DOWN on. */
+enum {
+  S_SCAN, S_GATHER, S_COMBINE, S_QUANT8, S_DOWN, S_UP, S_DOWN8 = S_UP + MOE_ACTS, S_UP8,
+  S_KERNELS = S_UP8 + MOE_ACTS
+};
+static const LayerLoadFn shared_loads[S_KERNELS] = {
+    moe_scan_load,    moe_gather_load,  moe_combine_load, moe_quant8_load,  moe_down_load,     moe_up_act0_load,
+    moe_up_act1_load, moe_up_act2_load, moe_down8_load,   moe_up8_act0_load, moe_up8_act1_load, moe_up8_act2_load};
+static const char *const shared_names[S_KERNELS] = {
+    "moe_scan",    "moe_gather",  "moe_combine",     "moe_quantize_blocks", "moe_gemm_ws",     "moe_gemm_ws",
+    "moe_gemm_ws", "moe_gemm_ws", "moe_gemm_ws_fp8", "moe_gemm_ws_fp8",     "moe_gemm_ws_fp8", "moe_gemm_ws_fp8"};
 
 struct tile_moe {
   tile_module *wmod[MOE_WIDTHS][W_KERNELS], *smod[S_KERNELS];
@@ -73,6 +85,7 @@ struct tile_moe {
   /* the kernels' BLOCK_T (route), BLOCK_E (scan), BLOCK_R and BLOCK_K
    * (gather), BLOCK_T and BLOCK_N (combine) */
   int route_block, scan_block, gather_rows, gather_cols, combine_rows, combine_cols;
+  int quant_rows; /* moe_quantize_blocks' BLOCK_R */
   uint32_t sms;
 };
 
@@ -96,6 +109,7 @@ tile_status tile_moe_create(tile_runtime *rt, tile_moe **out) {
     m->gather_cols = tilert_kernel_const_int(m->sk[S_GATHER], "BLOCK_K");
     m->combine_rows = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_T");
     m->combine_cols = tilert_kernel_const_int(m->sk[S_COMBINE], "BLOCK_N");
+    m->quant_rows = tilert_kernel_const_int(m->sk[S_QUANT8], "BLOCK_R");
     bool agree = true;
     for (int w = 0; w < MOE_WIDTHS; w++)
       agree &= tilert_kernel_const_int(m->wk[w][W_COUNT], "BLOCK") == MOE_PAIR_BLOCK &&
@@ -103,7 +117,7 @@ tile_status tile_moe_create(tile_runtime *rt, tile_moe **out) {
                tilert_kernel_const_int(m->wk[w][W_SCATTER], "ALIGN") == MOE_ALIGN;
     for (int i = S_DOWN; i < S_KERNELS; i++) agree &= tilert_kernel_const_int(m->sk[i], "BLOCK_M") == MOE_ALIGN;
     if (m->route_block <= 0 || m->scan_block <= 0 || m->gather_rows <= 0 || m->gather_cols <= 0 || !agree ||
-        m->combine_rows <= 0 || m->combine_cols <= 0)
+        m->combine_rows <= 0 || m->combine_cols <= 0 || m->quant_rows <= 0)
       st = tilert_fail(TILE_ERROR_BAD_METADATA, "the MoE kernels' block consts are missing or disagree");
   }
   if (st != TILE_OK) {
@@ -146,10 +160,17 @@ static tile_status check_problem(const char *fn, const tile_moe_problem *p) {
  * counts, offsets, the blocks' counts, the maps (row_of per pair,
  * token_of and tile_expert over the padded rows), x in the permuted order,
  * the hidden rows, the experts' outputs. */
+/* The fp8 layer's workspace has four more after them: x and the hidden
+ * rows quantized, and their block scales. */
 enum {
   WS_IDS, WS_WEIGHTS, WS_COUNTS, WS_OFFSETS, WS_BLOCKS, WS_ROW_OF, WS_TOKEN_OF, WS_TILE_EXPERT, WS_XP, WS_HIDDEN,
-  WS_OUT, WS_COUNT
+  WS_OUT, WS_COUNT, WS_XQ = WS_COUNT, WS_XS, WS_HQ, WS_HS, WS8_COUNT
 };
+/* The fp8 layer's scale blocks: 128 columns of activations, 128 x 128 of
+ * weights (moe_gemm_ws_fp8's BLOCK_K); its widths are multiples of 16
+ * (moe_quantize_blocks' k, 16-byte rows of e4m3). */
+#define MOE_FP8_BLOCK 128
+#define MOE_FP8_DIM_MULTIPLE 16
 
 static size_t round_up(size_t v) { return (v + MOE_SECTION_ALIGN - 1) / MOE_SECTION_ALIGN * MOE_SECTION_ALIGN; }
 
@@ -158,12 +179,15 @@ static size_t padded_rows(const tile_moe_problem *p) {
   return (size_t)p->tokens * (size_t)p->top_k + (size_t)p->experts * (MOE_ALIGN - 1);
 }
 
-/* Section offsets (at[WS_COUNT] is the total) of a checked problem. */
-static void sections(const tile_moe_problem *p, size_t at[WS_COUNT + 1]) {
+/* Section offsets of a checked problem: at[WS_COUNT] is the bf16 layer's
+ * total, at[WS8_COUNT] the fp8 layer's. */
+static void sections(const tile_moe_problem *p, size_t at[WS8_COUNT + 1]) {
   size_t pairs = (size_t)p->tokens * (size_t)p->top_k, e = (size_t)p->experts, rows = padded_rows(p);
   size_t blocks = (pairs + MOE_PAIR_BLOCK - 1) / MOE_PAIR_BLOCK;
   /* offsets: each expert's start, the rows in all, the pairs dropped */
-  const size_t bytes[WS_COUNT] = {pairs * MOE_I32_BYTES,
+  size_t kb_x = ((size_t)p->d_model + MOE_FP8_BLOCK - 1) / MOE_FP8_BLOCK;
+  size_t kb_h = ((size_t)p->d_ff + MOE_FP8_BLOCK - 1) / MOE_FP8_BLOCK;
+  const size_t bytes[WS8_COUNT] = {pairs * MOE_I32_BYTES,
                                   pairs * sizeof(float),
                                   e * MOE_I32_BYTES,
                                   (e + 2) * MOE_I32_BYTES,
@@ -173,14 +197,18 @@ static void sections(const tile_moe_problem *p, size_t at[WS_COUNT + 1]) {
                                   (rows / MOE_ALIGN + 1) * MOE_I32_BYTES,
                                   rows * (size_t)p->d_model * LAYER_ELEM_BYTES,
                                   rows * (size_t)p->d_ff * LAYER_ELEM_BYTES,
-                                  rows * (size_t)p->d_model * LAYER_ELEM_BYTES};
+                                  rows * (size_t)p->d_model * LAYER_ELEM_BYTES,
+                                  rows * (size_t)p->d_model,
+                                  rows * kb_x * sizeof(float),
+                                  rows * (size_t)p->d_ff,
+                                  rows * kb_h * sizeof(float)};
   at[0] = 0;
-  for (int i = 0; i < WS_COUNT; i++) at[i + 1] = at[i] + round_up(bytes[i]);
+  for (int i = 0; i < WS8_COUNT; i++) at[i + 1] = at[i] + round_up(bytes[i]);
 }
 
 size_t tile_moe_workspace_bytes(const tile_moe_problem *p) {
   if (check_problem("tile_moe_workspace_bytes", p) != TILE_OK) return 0;
-  size_t at[WS_COUNT + 1];
+  size_t at[WS8_COUNT + 1];
   sections(p, at);
   return at[WS_COUNT];
 }
@@ -193,11 +221,138 @@ tile_status tile_moe_stats(const tile_moe_problem *p, uint64_t workspace, uint64
   if (st != TILE_OK) return st;
   if (!counts || !dropped) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: counts or dropped is NULL", fn);
   if (!workspace) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: workspace is 0", fn);
-  size_t at[WS_COUNT + 1];
+  size_t at[WS8_COUNT + 1];
   sections(p, at);
   *counts = workspace + at[WS_COUNTS];
   *dropped = workspace + at[WS_OFFSETS] + (size_t)(p->experts + 1) * MOE_I32_BYTES;
   return TILE_OK;
+}
+
+/* The bf16 layer's weights or the fp8 layer's (scales non-NULL). */
+typedef struct moe_weights {
+  uint64_t gate, up, down;
+  const tile_moe_fp8_weights *fp8;
+} moe_weights;
+
+/* A launch of the layer. */
+typedef struct moe_step {
+  const tile_kernel *k;
+  uint32_t grid[3];
+  tile_arg a[12];
+  int n;
+} moe_step;
+
+/* Both layers: routing, permutation and gather, then the two grouped
+ * GEMMs (bf16, or fp8 with each operand quantized in blocks first), then
+ * the combine; every launch on the stream, in order. */
+static tile_status forward(tile_moe *m, const char *fn, const tile_moe_problem *p, uint64_t y, uint64_t x,
+                           uint64_t router_logits, const moe_weights *wt, uint64_t workspace, tile_stream *stream) {
+  int w = 0;
+  while (widths[w] < p->experts) w++;
+  size_t at[WS8_COUNT + 1];
+  sections(p, at);
+  uint64_t s[WS8_COUNT];
+  for (int i = 0; i < WS8_COUNT; i++) s[i] = workspace + at[i];
+  int64_t tokens = p->tokens, e = p->experts, k = p->top_k, pairs = tokens * k, dm = p->d_model, dff = p->d_ff;
+  uint32_t pair_grid = cdiv(pairs, MOE_PAIR_BLOCK), gemm_grid = m->sms;
+  int64_t capacity = p->capacity > 0 ? p->capacity : pairs; /* pairs: more than any expert gets */
+  int64_t rows = (int64_t)padded_rows(p);
+  /* the grouped GEMMs' operands: x in the permuted order, the hidden rows,
+   * the outputs, and each weight tensor as [experts * rows, columns] */
+  tile_tensor t_xp = {s[WS_XP], 2, {rows, dm}, {dm, 1}}, t_hid = {s[WS_HIDDEN], 2, {rows, dff}, {dff, 1}};
+  tile_tensor t_out = {s[WS_OUT], 2, {rows, dm}, {dm, 1}};
+  tile_tensor t_gate = {wt->gate, 2, {e * dm, dff}, {dff, 1}}, t_up = {wt->up, 2, {e * dm, dff}, {dff, 1}};
+  tile_tensor t_down = {wt->down, 2, {e * dff, dm}, {dm, 1}};
+  /* fp8: the quantized operands, and the weights as [experts * out, in] */
+  tile_tensor t_xq = {s[WS_XQ], 2, {rows, dm}, {dm, 1}}, t_hq = {s[WS_HQ], 2, {rows, dff}, {dff, 1}};
+  tile_tensor t_gate8 = {wt->gate, 2, {e * dff, dm}, {dm, 1}}, t_up8 = {wt->up, 2, {e * dff, dm}, {dm, 1}};
+  tile_tensor t_down8 = {wt->down, 2, {e * dm, dff}, {dff, 1}};
+  const tile_moe_fp8_weights *f8 = wt->fp8;
+  moe_step steps[10];
+  int n = 0;
+  steps[n++] = (moe_step){m->wk[w][W_ROUTE],
+                          {cdiv(tokens, m->route_block), 1, 1},
+                          {tile_arg_ptr(s[WS_IDS]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(router_logits),
+                           tile_arg_i64(tokens), tile_arg_i64(e), tile_arg_i64(e), tile_arg_i64(k),
+                           tile_arg_i64(p->sigmoid ? 1 : 0), tile_arg_bool(p->renormalize)},
+                          9};
+  /* per block of pairs: counts per expert, and each pair's rank in the block (into row_of) */
+  steps[n++] = (moe_step){m->wk[w][W_COUNT],
+                          {pair_grid, 1, 1},
+                          {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_IDS]),
+                           tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e)},
+                          6};
+  steps[n++] = (moe_step){m->sk[S_SCAN],
+                          {cdiv(e, m->scan_block), 1, 1},
+                          {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_i64(pair_grid),
+                           tile_arg_i64(e)},
+                          4};
+  steps[n++] = (moe_step){m->wk[w][W_SCATTER],
+                          {pair_grid, 1, 1},
+                          {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]),
+                           tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]),
+                           tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e),
+                           tile_arg_i64(capacity)},
+                          11};
+  steps[n++] = (moe_step){m->sk[S_GATHER],
+                          {cdiv(rows, m->gather_rows), cdiv(dm, m->gather_cols), 1},
+                          {tile_arg_ptr(s[WS_XP]), tile_arg_ptr(x), tile_arg_ptr(s[WS_TOKEN_OF]),
+                           tile_arg_ptr(s[WS_OFFSETS]), tile_arg_i64(e), tile_arg_i64(dm)},
+                          6};
+  if (!f8) {
+    /* hidden = act(xp w_gate[e]) * (xp w_up[e]) */
+    steps[n++] = (moe_step){m->sk[S_UP + p->act],
+                            {gemm_grid, 1, 1},
+                            {tile_arg_tensor(&t_hid), tile_arg_tensor(&t_xp), tile_arg_tensor(&t_gate),
+                             tile_arg_tensor(&t_up), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]),
+                             tile_arg_i64(e), tile_arg_i64(dff), tile_arg_i64(dm)},
+                            9};
+    /* out = hidden w_down[e] */
+    steps[n++] = (moe_step){m->sk[S_DOWN],
+                            {gemm_grid, 1, 1},
+                            {tile_arg_tensor(&t_out), tile_arg_tensor(&t_hid), tile_arg_tensor(&t_down),
+                             tile_arg_tensor(&t_down), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]),
+                             tile_arg_i64(e), tile_arg_i64(dm), tile_arg_i64(dff)},
+                            9};
+  } else {
+    /* xq, xs = xp in blocks of 128 columns; hidden from the fp8 gated GEMM;
+     * hq, hs likewise; out from the plain one */
+    steps[n++] = (moe_step){m->sk[S_QUANT8],
+                            {cdiv(rows, m->quant_rows), cdiv(dm, MOE_FP8_BLOCK), 1},
+                            {tile_arg_ptr(s[WS_XQ]), tile_arg_ptr(s[WS_XS]), tile_arg_ptr(s[WS_XP]),
+                             tile_arg_ptr(s[WS_OFFSETS]), tile_arg_i64(e), tile_arg_i64(dm)},
+                            6};
+    steps[n++] = (moe_step){m->sk[S_UP8 + p->act],
+                            {gemm_grid, 1, 1},
+                            {tile_arg_tensor(&t_hid), tile_arg_tensor(&t_xq), tile_arg_ptr(s[WS_XS]),
+                             tile_arg_tensor(&t_gate8), tile_arg_ptr(f8->gate_scale), tile_arg_tensor(&t_up8),
+                             tile_arg_ptr(f8->up_scale), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]),
+                             tile_arg_i64(e), tile_arg_i64(dff), tile_arg_i64(dm)},
+                            12};
+    steps[n++] = (moe_step){m->sk[S_QUANT8],
+                            {cdiv(rows, m->quant_rows), cdiv(dff, MOE_FP8_BLOCK), 1},
+                            {tile_arg_ptr(s[WS_HQ]), tile_arg_ptr(s[WS_HS]), tile_arg_ptr(s[WS_HIDDEN]),
+                             tile_arg_ptr(s[WS_OFFSETS]), tile_arg_i64(e), tile_arg_i64(dff)},
+                            6};
+    steps[n++] = (moe_step){m->sk[S_DOWN8],
+                            {gemm_grid, 1, 1},
+                            {tile_arg_tensor(&t_out), tile_arg_tensor(&t_hq), tile_arg_ptr(s[WS_HS]),
+                             tile_arg_tensor(&t_down8), tile_arg_ptr(f8->down_scale), tile_arg_tensor(&t_down8),
+                             tile_arg_ptr(f8->down_scale), tile_arg_ptr(s[WS_OFFSETS]),
+                             tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_i64(e), tile_arg_i64(dm), tile_arg_i64(dff)},
+                            12};
+  }
+  steps[n++] = (moe_step){m->sk[S_COMBINE],
+                          {cdiv(tokens, m->combine_rows), cdiv(dm, m->combine_cols), 1},
+                          {tile_arg_ptr(y), tile_arg_ptr(s[WS_OUT]), tile_arg_ptr(s[WS_WEIGHTS]),
+                           tile_arg_ptr(s[WS_ROW_OF]), tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(k)},
+                          7};
+  tile_status st = TILE_OK;
+  for (int i = 0; i < n && st == TILE_OK; i++) {
+    st = tile_launch(steps[i].k, steps[i].grid, stream, steps[i].a, steps[i].n);
+    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, tile_kernel_name(steps[i].k));
+  }
+  return st;
 }
 
 tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x, uint64_t router_logits,
@@ -211,78 +366,43 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
     st = layer_check_ptr(fn, names[i], ptrs[i], i == 2 ? sizeof(float) : LAYER_PTR_ALIGN, false);
   if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_moe is NULL", fn);
   if (st != TILE_OK) return st;
-  int w = 0;
-  while (widths[w] < p->experts) w++;
-  size_t at[WS_COUNT + 1];
-  sections(p, at);
-  uint64_t s[WS_COUNT];
-  for (int i = 0; i < WS_COUNT; i++) s[i] = workspace + at[i];
-  int64_t tokens = p->tokens, e = p->experts, k = p->top_k, pairs = tokens * k, dm = p->d_model, dff = p->d_ff;
-  uint32_t pair_grid = cdiv(pairs, MOE_PAIR_BLOCK), gemm_grid = m->sms;
-  int64_t capacity = p->capacity > 0 ? p->capacity : pairs; /* pairs: more than any expert gets */
-  int64_t rows = (int64_t)padded_rows(p);
-  /* the grouped GEMMs' operands: x in the permuted order, the hidden rows,
-   * the outputs, and each weight tensor as [experts * rows, columns] */
-  tile_tensor t_xp = {s[WS_XP], 2, {rows, dm}, {dm, 1}}, t_hid = {s[WS_HIDDEN], 2, {rows, dff}, {dff, 1}};
-  tile_tensor t_out = {s[WS_OUT], 2, {rows, dm}, {dm, 1}};
-  tile_tensor t_gate = {w_gate, 2, {e * dm, dff}, {dff, 1}}, t_up = {w_up, 2, {e * dm, dff}, {dff, 1}};
-  tile_tensor t_down = {w_down, 2, {e * dff, dm}, {dm, 1}};
-  struct {
-    const tile_kernel *k;
-    uint32_t grid[3];
-    tile_arg a[11];
-    int n;
-  } steps[] = {
-      {m->wk[w][W_ROUTE],
-       {cdiv(tokens, m->route_block), 1, 1},
-       {tile_arg_ptr(s[WS_IDS]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(router_logits), tile_arg_i64(tokens),
-        tile_arg_i64(e), tile_arg_i64(e), tile_arg_i64(k), tile_arg_i64(p->sigmoid ? 1 : 0),
-        tile_arg_bool(p->renormalize)},
-       9},
-      /* per block of pairs: counts per expert, and each pair's rank in the block (into row_of) */
-      {m->wk[w][W_COUNT],
-       {pair_grid, 1, 1},
-       {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens),
-        tile_arg_i64(k), tile_arg_i64(e)},
-       6},
-      {m->sk[S_SCAN],
-       {cdiv(e, m->scan_block), 1, 1},
-       {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_i64(pair_grid), tile_arg_i64(e)},
-       4},
-      {m->wk[w][W_SCATTER],
-       {pair_grid, 1, 1},
-       {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]),
-        tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]),
-        tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e), tile_arg_i64(capacity)},
-       11},
-      {m->sk[S_GATHER],
-       {cdiv(rows, m->gather_rows), cdiv(dm, m->gather_cols), 1},
-       {tile_arg_ptr(s[WS_XP]), tile_arg_ptr(x), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]),
-        tile_arg_i64(e), tile_arg_i64(dm)},
-       6},
-      /* hidden = act(xp w_gate[e]) * (xp w_up[e]) */
-      {m->sk[S_UP + p->act],
-       {gemm_grid, 1, 1},
-       {tile_arg_tensor(&t_hid), tile_arg_tensor(&t_xp), tile_arg_tensor(&t_gate), tile_arg_tensor(&t_up),
-        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_i64(e), tile_arg_i64(dff),
-        tile_arg_i64(dm)},
-       9},
-      /* out = hidden w_down[e] */
-      {m->sk[S_DOWN],
-       {gemm_grid, 1, 1},
-       {tile_arg_tensor(&t_out), tile_arg_tensor(&t_hid), tile_arg_tensor(&t_down), tile_arg_tensor(&t_down),
-        tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_i64(e), tile_arg_i64(dm),
-        tile_arg_i64(dff)},
-       9},
-      {m->sk[S_COMBINE],
-       {cdiv(tokens, m->combine_rows), cdiv(dm, m->combine_cols), 1},
-       {tile_arg_ptr(y), tile_arg_ptr(s[WS_OUT]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(s[WS_ROW_OF]),
-        tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(k)},
-       7},
-  };
-  for (size_t i = 0; i < sizeof steps / sizeof steps[0] && st == TILE_OK; i++) {
-    st = tile_launch(steps[i].k, steps[i].grid, stream, steps[i].a, steps[i].n);
-    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, tile_kernel_name(steps[i].k));
-  }
+  const moe_weights wt = {w_gate, w_up, w_down, NULL};
+  return forward(m, fn, p, y, x, router_logits, &wt, workspace, stream);
+}
+
+static tile_status check_fp8_problem(const char *fn, const tile_moe_problem *p) {
+  tile_status st = check_problem(fn, p);
+  if (st == TILE_OK && (p->d_model % MOE_FP8_DIM_MULTIPLE || p->d_ff % MOE_FP8_DIM_MULTIPLE))
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: d_model (%d) and d_ff (%d) must be multiples of %d for fp8 (16-byte rows of e4m3)", fn,
+                       p->d_model, p->d_ff, MOE_FP8_DIM_MULTIPLE);
   return st;
+}
+
+size_t tile_moe_fp8_workspace_bytes(const tile_moe_problem *p) {
+  if (check_fp8_problem("tile_moe_fp8_workspace_bytes", p) != TILE_OK) return 0;
+  size_t at[WS8_COUNT + 1];
+  sections(p, at);
+  return at[WS8_COUNT];
+}
+
+tile_status tile_moe_forward_fp8(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x,
+                                 uint64_t router_logits, const tile_moe_fp8_weights *w, uint64_t workspace,
+                                 tile_stream *stream) {
+  static const char fn[] = "tile_moe_forward_fp8";
+  tile_status st = check_fp8_problem(fn, p);
+  if (st == TILE_OK && !w) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the weights are NULL", fn);
+  if (st != TILE_OK) return st;
+  static const char *const names[] = {"y",        "x",          "router_logits", "w->w_gate", "w->w_up",
+                                      "w->w_down", "w->gate_scale", "w->up_scale", "w->down_scale", "workspace"};
+  const uint64_t ptrs[] = {y,           x,           router_logits, w->w_gate,     w->w_up,
+                           w->w_down,   w->gate_scale, w->up_scale, w->down_scale, workspace};
+  /* the f32 logits and scales are read element by element */
+  for (int i = 0; i < 10 && st == TILE_OK; i++)
+    st = layer_check_ptr(fn, names[i], ptrs[i], i == 2 || (i >= 6 && i <= 8) ? sizeof(float) : LAYER_PTR_ALIGN,
+                         false);
+  if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_moe is NULL", fn);
+  if (st != TILE_OK) return st;
+  const moe_weights wt = {w->w_gate, w->w_up, w->w_down, w};
+  return forward(m, fn, p, y, x, router_logits, &wt, workspace, stream);
 }

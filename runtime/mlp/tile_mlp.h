@@ -157,6 +157,31 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
                              uint64_t w_gate, uint64_t w_up, uint64_t w_down, uint64_t workspace,
                              tile_stream *stream);
 
+/* The fp8 layer: expert weights in e4m3 with a scale per 128 x 128 block,
+ * each expert's matrix stored with one output channel per row: w_gate and
+ * w_up [experts, d_ff, d_model], w_down [experts, d_model, d_ff]; the
+ * scales f32 [experts, cdiv(rows, 128), cdiv(columns, 128)] of those
+ * matrices (gate_scale, up_scale [experts, cdiv(d_ff, 128),
+ * cdiv(d_model, 128)]; down_scale [experts, cdiv(d_model, 128),
+ * cdiv(d_ff, 128)]; a stored weight times its block's scale is the
+ * weight). The routing, permutation and combine are the bf16 layer's;
+ * each permuted row of x, and of the experts' hidden rows, is quantized
+ * to e4m3 in blocks of 128 columns (scale: the block's largest magnitude
+ * / 448) before its grouped GEMM, whose block products are scaled in
+ * f32: ten launches, still no host synchronization. d_model and d_ff
+ * must be multiples of 16. The workspace (tile_moe_fp8_workspace_bytes)
+ * is the bf16 layer's and the quantized rows with their scales;
+ * tile_moe_stats reads it the same way. */
+typedef struct tile_moe_fp8_weights {
+  uint64_t w_gate, w_up, w_down;             /* e4m3 */
+  uint64_t gate_scale, up_scale, down_scale; /* f32 */
+} tile_moe_fp8_weights;
+
+size_t tile_moe_fp8_workspace_bytes(const tile_moe_problem *p);
+tile_status tile_moe_forward_fp8(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x,
+                                 uint64_t router_logits, const tile_moe_fp8_weights *w, uint64_t workspace,
+                                 tile_stream *stream);
+
 /* Device addresses, inside the workspace of a tile_moe_forward call with
  * problem p, of what the call leaves there: counts, i32[experts], the
  * pairs routed to each expert (before the capacity), and dropped, one

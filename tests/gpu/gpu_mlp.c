@@ -16,6 +16,7 @@
 
 #include "act_ref.h"
 #include "gpu_common.h"
+#include "numeric/numeric.h"
 #include "tile_mlp.h"
 #include "tile_tp.h"
 
@@ -473,6 +474,111 @@ static bool run_mlp_fp8(Gpu *g, uint64_t seed) {
   return ok;
 }
 
+/* The fp8 MoE layer through tile_moe_forward_fp8: e4m3 expert weights
+ * with a scale per 128 x 128 block, y against a float64 computation that
+ * quantizes each row of x and each hidden row in blocks of 128 columns as
+ * the kernels do (scale: the block's largest magnitude / 448 in f32, the
+ * values rounded to e4m3), rounds the hidden rows and each expert's
+ * output to bf16 where the kernels store them, and routes on the host
+ * (softmax, top-k, renormalized: random logits have no ties). */
+#define MOE_FP8_BLOCK 128
+static void quantize_blocks_ref(const double *row, int n, double *deq) {
+  for (int b0 = 0; b0 < n; b0 += MOE_FP8_BLOCK) {
+    int b1 = b0 + MOE_FP8_BLOCK < n ? b0 + MOE_FP8_BLOCK : n;
+    float amax = 0;
+    for (int c = b0; c < b1; c++) amax = fmaxf(amax, fabsf((float)row[c]));
+    float scale = amax > 0 ? amax / 448.0f : 1.0f;
+    for (int c = b0; c < b1; c++) deq[c] = num_round_float((double)((float)row[c] / scale), SK_F8E4M3) * scale;
+  }
+}
+
+/* out[i] = sum_c in[c] w[i][c] scale[i / 128][c / 128] for an [n, k] e4m3
+ * matrix with its block scales. */
+static void block_matvec(const double *in, const DBuf *w, const DBuf *scale, size_t w0, size_t s0, int n, int k,
+                         double *out) {
+  int kb = (k + MOE_FP8_BLOCK - 1) / MOE_FP8_BLOCK;
+  for (int i = 0; i < n; i++) {
+    double acc = 0;
+    for (int c = 0; c < k; c++)
+      acc += in[c] * dbuf_get(w, w0 + (size_t)i * k + c) *
+             dbuf_get(scale, s0 + (size_t)(i / MOE_FP8_BLOCK) * kb + c / MOE_FP8_BLOCK);
+    out[i] = acc;
+  }
+}
+
+static bool run_moe_fp8(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm, int dff) {
+  enum { LOG, X, WG, WU, WD, GS, US, DS, Y, NB };
+  static const char *const names[NB] = {"logits", "x", "w_gate", "w_up", "w_down", "gate_scale", "up_scale",
+                                        "down_scale", "y"};
+  static const char *const types[NB] = {"f32", "bf16", "f8e4m3", "f8e4m3", "f8e4m3", "f32", "f32", "f32", "bf16"};
+  const size_t blocks_dff = (size_t)(dff + MOE_FP8_BLOCK - 1) / MOE_FP8_BLOCK;
+  const size_t blocks_dm = (size_t)(dm + MOE_FP8_BLOCK - 1) / MOE_FP8_BLOCK;
+  const size_t sizes[NB] = {(size_t)tokens * E, (size_t)tokens * dm, (size_t)E * dff * dm, (size_t)E * dff * dm,
+                            (size_t)E * dm * dff, E * blocks_dff * blocks_dm, E * blocks_dff * blocks_dm,
+                            E * blocks_dm * blocks_dff, (size_t)tokens * dm};
+  const double range[NB] = {4, 3, 200, 200, 200, 5e-4, 5e-4, 5e-4, 0};
+  DBuf b[NB];
+  memset(b, 0, sizeof b);
+  Rng rng = {seed};
+  bool ok = alloc_all(g, b, names, types, sizes, NB, &rng, range);
+  if (ok) { /* positive scales */
+    const int sc[3] = {GS, US, DS};
+    for (int i = 0; i < 3; i++)
+      for (size_t j = 0; j < b[sc[i]].n; j++) dbuf_set(&b[sc[i]], j, fabs(dbuf_get(&b[sc[i]], j)) + 1e-4);
+    ok = dbuf_upload(g, &b[GS]) && dbuf_upload(g, &b[US]) && dbuf_upload(g, &b[DS]);
+  }
+  tile_moe *m = NULL;
+  tile_moe_problem p = {.tokens = tokens, .d_model = dm, .d_ff = dff, .experts = E, .top_k = K, .renormalize = true};
+  tile_moe_fp8_weights w = {b[WG].dev, b[WU].dev, b[WD].dev, b[GS].dev, b[US].dev, b[DS].dev};
+  size_t ws_bytes = tile_moe_fp8_workspace_bytes(&p);
+  uint64_t ws = 0;
+  ok = ok && ws_bytes > 0 && tile_moe_create(g->rt, &m) == TILE_OK && tile_mem_alloc(g->rt, ws_bytes, &ws) == TILE_OK &&
+       tile_memset_d8(g->rt, ws, 0xff, ws_bytes) == TILE_OK &&
+       tile_moe_forward_fp8(m, &p, b[Y].dev, b[X].dev, b[LOG].dev, &w, ws, NULL) == TILE_OK &&
+       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &b[Y]);
+  if (!ok) printf("  tile_moe_forward_fp8 failed: %s\n", tile_last_error());
+  if (ok) {
+    double *want = calloc(sizes[Y], sizeof(double)), *row = malloc(sizeof(double) * (size_t)(dm > dff ? dm : dff) * 4);
+    double *xd = row, *gv = row + dff, *uv = gv + dff, *hd = uv + dff; /* (dff >= dm here) */
+    double *o = malloc(sizeof(double) * (size_t)dm), *hrow = malloc(sizeof(double) * (size_t)dff);
+    ok = want && row && o && hrow && dff >= dm;
+    for (int t = 0; ok && t < tokens; t++) {
+      double prob[128], mx = -INFINITY, sum = 0, chosen = 0;
+      int pick[8];
+      for (int e = 0; e < E; e++) mx = fmax(mx, dbuf_get(&b[LOG], (size_t)t * E + e));
+      for (int e = 0; e < E; e++) sum += prob[e] = exp(dbuf_get(&b[LOG], (size_t)t * E + e) - mx);
+      for (int kk = 0; kk < K; kk++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+          bool taken = false;
+          for (int q = 0; q < kk; q++) taken |= pick[q] == e;
+          if (!taken && (best < 0 || prob[e] > prob[best])) best = e;
+        }
+        pick[kk] = best, chosen += prob[best];
+      }
+      for (int c = 0; c < dm; c++) hrow[c] = dbuf_get(&b[X], (size_t)t * dm + c);
+      quantize_blocks_ref(hrow, dm, xd);
+      for (int kk = 0; kk < K; kk++) {
+        size_t e = (size_t)pick[kk];
+        block_matvec(xd, &b[WG], &b[GS], e * dff * dm, e * blocks_dff * blocks_dm, dff, dm, gv);
+        block_matvec(xd, &b[WU], &b[US], e * dff * dm, e * blocks_dff * blocks_dm, dff, dm, uv);
+        for (int j = 0; j < dff; j++) hrow[j] = num_round_float(act_ref(gv[j], 4) * uv[j], SK_BF16);
+        quantize_blocks_ref(hrow, dff, hd);
+        block_matvec(hd, &b[WD], &b[DS], e * dm * dff, e * blocks_dm * blocks_dff, dm, dff, o);
+        for (int c = 0; c < dm; c++) want[(size_t)t * dm + c] += prob[e] / chosen * num_round_float(o[c], SK_BF16);
+      }
+    }
+    double err = ok ? rel_err(&b[Y], want, sizes[Y]) : NAN;
+    if (!ok) printf("  host reference: out of memory\n");
+    else if (!(err <= MLP_TOL)) printf("  y: relative error %.3g\n", err), ok = false;
+    free(want), free(row), free(o), free(hrow);
+  }
+  tile_mem_free(g->rt, ws);
+  tile_moe_destroy(m);
+  for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
+  return ok;
+}
+
 int gpu_mlp_tests(Gpu *g, const char *only) {
   static const char *const names[] = {"mlp swiglu 1000 tokens 264->520->264",
                                       "mlp geglu erf",
@@ -486,7 +592,8 @@ int gpu_mlp_tests(Gpu *g, const char *only) {
                                       "moe layer 1 token 32 experts top-8",
                                       "moe layer 1001 tokens 8 experts top-2 capacity 200 (pairs dropped)",
                                       "moe layer 600 tokens 128 experts top-8 capacity 30 (pairs dropped)",
-                                      "mlp fp8 e4m3 swiglu 1000 tokens 272->528->272 (per-token, per-channel scales)"};
+                                      "mlp fp8 e4m3 swiglu 1000 tokens 272->528->272 (per-token, per-channel scales)",
+                                      "moe layer fp8 e4m3 1001 tokens 8 experts top-2 272->400->272 (block scales)"};
   enum { CASES = sizeof names / sizeof names[0] };
   int failed = 0;
   for (int i = 0; i < CASES; i++) {
@@ -504,7 +611,8 @@ int gpu_mlp_tests(Gpu *g, const char *only) {
     case 9: ok = run_moe(g, 8202, 32, 8, 1, 128, 192, MOE_PLAIN, 0); break;
     case 10: ok = run_moe(g, 8203, 8, 2, 1001, 136, 264, MOE_LOSERS, 200); break;
     case 11: ok = run_moe(g, 8204, 128, 8, 600, 128, 192, MOE_ALL_TO_5, 30); break;
-    default: ok = run_mlp_fp8(g, 8300); break;
+    case 12: ok = run_mlp_fp8(g, 8300); break;
+    default: ok = run_moe_fp8(g, 8400, 8, 2, 1001, 272, 400); break;
     }
     gpu_report(g, names[i], ok, t0, &failed);
   }

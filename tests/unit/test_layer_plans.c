@@ -277,3 +277,42 @@ Test(layer_plans, the_fp8_mlp_quantizes_x_projects_quantizes_h_and_projects) {
   tile_mlp_destroy(m);
   tile_runtime_destroy(rt);
 }
+
+Test(layer_plans, the_fp8_moe_quantizes_both_grouped_gemms_operands) {
+  tile_runtime *rt = fake_runtime(0);
+  tile_moe *m;
+  cr_assert_eq(tile_moe_create(rt, &m), TILE_OK, "%s", tile_last_error());
+  tile_moe_problem p = {.tokens = 1000, .d_model = 256, .d_ff = 512, .experts = 8, .top_k = 2, .renormalize = true};
+  tile_moe_fp8_weights w = {alloc(rt, 8 * 512 * 256), alloc(rt, 8 * 512 * 256), alloc(rt, 8 * 256 * 512),
+                            alloc(rt, 1 << 12),       alloc(rt, 1 << 12),       alloc(rt, 1 << 12)};
+  uint64_t y = alloc(rt, 1000 * 256 * 2), x = alloc(rt, 1000 * 256 * 2), logits = alloc(rt, 1000 * 8 * 4);
+  uint64_t ws = alloc(rt, tile_moe_fp8_workspace_bytes(&p));
+  reset_log();
+  cr_assert_eq(tile_moe_forward_fp8(m, &p, y, x, logits, &w, ws, NULL), TILE_OK, "%s", tile_last_error());
+  const char *log = cuda_log();
+  static const char *const order[] = {
+      "moe_route",       "moe_count",           "moe_scan",        "moe_scatter", "moe_gather", "moe_quantize_blocks",
+      "moe_gemm_ws_fp8", "moe_quantize_blocks", "moe_gemm_ws_fp8", "moe_combine"};
+  const char *at = log;
+  char want[128];
+  for (int i = 0; i < 10; i++) {
+    snprintf(want, sizeof want, "launch %s grid ", order[i]);
+    at = strstr(at, want);
+    cr_assert(at, "launch %d (%s) missing or out of order:\n%s", i, order[i], log);
+    at++;
+  }
+  cr_expect_eq(count_lines(log, "launch "), 10, "%s", log);
+  /* the weights as [experts * out, in]; the padded rows: 2000 + 8 * 127 = 3016 */
+  snprintf(want, sizeof want, "w=0x%llx[4096x256] ", (unsigned long long)w.w_gate);
+  cr_expect(strstr(log, want), "the gate weights as [8 * 512, 256]:\n%s", log);
+  snprintf(want, sizeof want, "w=0x%llx[2048x512] w_scale=0x%llx w_up=0x%llx[2048x512] w_up_scale=0x%llx ",
+           (unsigned long long)w.w_down, (unsigned long long)w.down_scale, (unsigned long long)w.w_down,
+           (unsigned long long)w.down_scale);
+  cr_expect(strstr(log, want), "the down weights as [8 * 256, 512]:\n%s", log);
+  cr_expect(strstr(log, "launch moe_quantize_blocks grid 189x2x1 ") &&
+                strstr(log, "launch moe_quantize_blocks grid 189x4x1 "),
+            "x in 2 blocks of 128 columns, h in 4, over 3016 rows:\n%s", log);
+  expect_no_host_wait(log);
+  tile_moe_destroy(m);
+  tile_runtime_destroy(rt);
+}

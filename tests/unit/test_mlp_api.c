@@ -186,3 +186,29 @@ Test(mlp_api, the_fp8_layer_checks_its_widths_weights_and_scales) {
   cr_expect_eq(tile_mlp_forward_fp8(NULL, &p, P(1), P(2), &w, 0, P(9), NULL), TILE_ERROR_INVALID_ARGUMENT);
   cr_expect(strstr(tile_last_error(), "w->w_down is 0"), "%s", tile_last_error());
 }
+
+Test(mlp_api, the_fp8_moe_layer_checks_and_sizes_its_workspace) {
+  tile_moe_problem p = moe_good; /* d_model 136: a multiple of 8, not of 16 */
+  tile_moe_fp8_weights w = {P(4), P(5), P(6), P(7), P(8) + 4, P(9)};
+  cr_expect_eq(tile_moe_fp8_workspace_bytes(&p), 0);
+  cr_expect_eq(tile_moe_forward_fp8(NULL, &p, P(1), P(2), P(3), &w, P(10), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "d_model (136) and d_ff (264) must be multiples of 16 for fp8"), "%s",
+            tile_last_error());
+  p.d_model = 144, p.d_ff = 272;
+  /* the bf16 layer's workspace, then xq, its block scales (2 blocks of
+   * 128 columns a row), hq and its scales (3 blocks) over the padded rows */
+  size_t rows = 1001 * 2 + 8 * 127;
+  size_t want = tile_moe_workspace_bytes(&p) + UP256(rows * 144) + UP256(rows * 2 * 4) + UP256(rows * 272) +
+                UP256(rows * 3 * 4);
+  cr_expect_eq(tile_moe_fp8_workspace_bytes(&p), want);
+  cr_expect_eq(tile_moe_forward_fp8(NULL, &p, P(1), P(2), P(3), NULL, P(10), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_moe_forward_fp8: the weights are NULL"), "%s", tile_last_error());
+  cr_expect_eq(tile_moe_forward_fp8(NULL, &p, P(1), P(2), P(3), &w, P(10), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "tile_moe_forward_fp8: the tile_moe is NULL"), "%s", tile_last_error());
+  w.gate_scale = P(7) + 2;
+  cr_expect_eq(tile_moe_forward_fp8(NULL, &p, P(1), P(2), P(3), &w, P(10), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "w->gate_scale (0x70002) is not 4-byte aligned"), "%s", tile_last_error());
+  w.gate_scale = P(7), w.w_up = P(5) + 8;
+  cr_expect_eq(tile_moe_forward_fp8(NULL, &p, P(1), P(2), P(3), &w, P(10), NULL), TILE_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(tile_last_error(), "w->w_up (0x50008) is not 16-byte aligned"), "%s", tile_last_error());
+}
