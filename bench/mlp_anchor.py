@@ -104,7 +104,11 @@ def tile_rows(path):
         for line in f:
             m = pat.match(line)
             if m:
-                rows[m.group(1)] = float(m.group(2))
+                key = m.group(1)
+                # the MoE layers with fp8 expert weights: their own rows
+                if key.startswith("moe") and " fp8 " in line:
+                    key += " fp8"
+                rows[key] = float(m.group(2))
     return rows
 
 
@@ -126,6 +130,11 @@ def main():
         t = tiles.get(f"moe {name}", 0)
         print(f"| MoE {name} layer | PyTorch {how} | {v:.1f} | {t:.1f} | {t / v:.3f} |" if t
               else f"| MoE {name} layer | PyTorch {how} | {v:.1f} | - | - |")
+    for name in ("mixtral", "fine-grained"):
+        t8, t16 = tiles.get(f"moe {name} fp8", 0), tiles.get(f"moe {name}", 0)
+        if t8 and t16:
+            print(f"| MoE {name} layer, fp8 e4m3 expert weights (quantizations included) | tile bf16 (this run) | "
+                  f"{t16:.1f} | {t8:.1f} | {t8 / t16:.3f} |")
 
 
 if __name__ == "__main__":

@@ -142,42 +142,58 @@ static void bench_swiglu_fp8(Gpu *g) {
   for (int i = 0; i < 4; i++) variant_free(&v[i]);
 }
 
-/* One tile_moe_forward call, as a LaunchFn. */
+/* One tile_moe_forward call (or tile_moe_forward_fp8 with f8), as a
+ * LaunchFn. */
 typedef struct MoeCall {
   tile_moe *m;
   tile_moe_problem p;
   uint64_t y, x, logits, w1, w3, w2, ws;
+  const tile_moe_fp8_weights *f8;
 } MoeCall;
 
 static bool run_moe_layer(void *ctx) {
   MoeCall *c = ctx;
-  if (tile_moe_forward(c->m, &c->p, c->y, c->x, c->logits, c->w1, c->w3, c->w2, c->ws, NULL) == TILE_OK) return true;
-  printf("  tile_moe_forward: %s\n", tile_last_error());
+  tile_status st = c->f8 ? tile_moe_forward_fp8(c->m, &c->p, c->y, c->x, c->logits, c->f8, c->ws, NULL)
+                         : tile_moe_forward(c->m, &c->p, c->y, c->x, c->logits, c->w1, c->w3, c->w2, c->ws, NULL);
+  if (st == TILE_OK) return true;
+  printf("  tile_moe_forward%s: %s\n", c->f8 ? "_fp8" : "", tile_last_error());
   return false;
 }
 
 /* The whole layer through tile_moe_forward (the kernels of moe.tile as
- * libtile_mlp embeds them), routing to combine. */
-static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top_k, int d, int dff) {
+ * libtile_mlp embeds them), routing to combine; with fp8, the same layer
+ * with e4m3 expert weights and block scales (tile_moe_forward_fp8). */
+static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top_k, int d, int dff, bool fp8) {
   MoeCall c = {.p = {.tokens = tokens, .d_model = d, .d_ff = dff, .experts = experts, .top_k = top_k,
                      .renormalize = true, .act = TILE_MLP_SWIGLU}};
-  size_t ws_bytes = tile_moe_workspace_bytes(&c.p);
+  size_t ws_bytes = fp8 ? tile_moe_fp8_workspace_bytes(&c.p) : tile_moe_workspace_bytes(&c.p);
   bool ok = ws_bytes > 0 && tile_moe_create(g->rt, &c.m) == TILE_OK && tile_mem_alloc(g->rt, ws_bytes, &c.ws) == TILE_OK;
+  const char *wt = fp8 ? "f8e4m3" : "bf16";
+  const double wr = fp8 ? 200 : 0.02; /* e4m3 weights across their range, scales 1e-4 */
   c.logits = bench_dev_fill(g, "f32", (size_t)tokens * experts, 4, 5);
   c.x = bench_dev_fill(g, "bf16", (size_t)tokens * d, 1, 6);
-  c.w1 = bench_dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 7);
-  c.w3 = bench_dev_fill(g, "bf16", (size_t)experts * d * dff, 0.02, 8);
-  c.w2 = bench_dev_fill(g, "bf16", (size_t)experts * dff * d, 0.02, 9);
+  c.w1 = bench_dev_fill(g, wt, (size_t)experts * d * dff, wr, 7);
+  c.w3 = bench_dev_fill(g, wt, (size_t)experts * d * dff, wr, 8);
+  c.w2 = bench_dev_fill(g, wt, (size_t)experts * dff * d, wr, 9);
   c.y = bench_dev_fill(g, "bf16", (size_t)tokens * d, 0, 0);
+  size_t blocks = (size_t)experts * (size_t)((d + 127) / 128) * (size_t)((dff + 127) / 128);
+  uint64_t sc[3] = {0, 0, 0};
+  for (int i = 0; fp8 && i < 3; i++) sc[i] = bench_dev_fill(g, "f32", blocks, 1e-4, 10 + (uint64_t)i);
+  tile_moe_fp8_weights f8 = {c.w1, c.w3, c.w2, sc[0], sc[1], sc[2]};
+  if (fp8) c.f8 = &f8;
   uint64_t all[] = {c.logits, c.x, c.w1, c.w3, c.w2, c.y};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ok = ok && all[i];
+  for (int i = 0; fp8 && i < 3; i++) ok = ok && sc[i];
   if (!ok) printf("  moe %s: setting up failed: %s\n", what, tile_last_error());
   double ms = ok ? bench_time_ms(g, run_moe_layer, &c) : -1;
   char name[MLP_NAME_BYTES];
-  snprintf(name, sizeof name, "moe %s tile layer (moe.tile, routing to combine)", what);
+  snprintf(name, sizeof name, "moe %s tile layer%s (moe.tile, routing to combine)", what,
+           fp8 ? " fp8 e4m3 weights, block scales" : "");
   if (ms > 0) bench_add_row(name, 2.0 * (double)tokens * top_k * d * dff * 3 / (ms * 1e9), 0, "TFLOP/s");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]) tile_mem_free(g->rt, all[i]);
+  for (int i = 0; i < 3; i++)
+    if (sc[i]) tile_mem_free(g->rt, sc[i]);
   if (c.ws) tile_mem_free(g->rt, c.ws);
   tile_moe_destroy(c.m);
 }
@@ -185,6 +201,8 @@ static void bench_moe(Gpu *g, const char *what, int tokens, int experts, int top
 void bench_mlp(Gpu *g) {
   bench_swiglu(g);
   bench_swiglu_fp8(g);
-  bench_moe(g, "mixtral 8192 tokens 8 experts top-2 4096->14336->4096", 8192, 8, 2, 4096, 14336);
-  bench_moe(g, "fine-grained 16384 tokens 128 experts top-8 2048->768->2048", 16384, 128, 8, 2048, 768);
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    bench_moe(g, "mixtral 8192 tokens 8 experts top-2 4096->14336->4096", 8192, 8, 2, 4096, 14336, fp8);
+    bench_moe(g, "fine-grained 16384 tokens 128 experts top-8 2048->768->2048", 16384, 128, 8, 2048, 768, fp8);
+  }
 }
