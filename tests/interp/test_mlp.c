@@ -91,6 +91,84 @@ static void check_down(int tokens, int d_ff, int d_model, bool residual, uint64_
 Test(mlp, down_with_residual) { check_down(70, 136, 200, true, 94); }
 Test(mlp, down_without_residual) { check_down(130, 72, 264, false, 95); }
 
+/* ---- the tensor-parallel split (runtime/mlp/tile_tp.h) ----
+ *
+ * What tile_tp_mlp_forward computes on N ranks, with the same kernels in
+ * the interpreter: rank r runs mlp_gate_up on its columns of w_gate and
+ * w_up and mlp_down on the same rows of w_down (the residual on rank 0
+ * only), and the all-reduce sums the ranks' bf16 outputs (in f32, then
+ * bf16, as NCCL's bf16 sum does for two ranks). The sum must be the
+ * whole layer (float64). */
+static void check_tp_split(int ranks, int tokens, int d_model, int d_ff, uint64_t seed) {
+  const int slice = d_ff / ranks;
+  cr_assert_eq(slice % 8, 0, "each slice a multiple of 8");
+  Rng rng = {seed};
+  HBuf x = hbuf_new("bf16", (size_t)tokens * d_model, "x"), res = hbuf_new("bf16", (size_t)tokens * d_model, "res");
+  HBuf wg = hbuf_new("bf16", (size_t)d_model * d_ff, "w_gate"), wu = hbuf_new("bf16", (size_t)d_model * d_ff, "w_up");
+  HBuf wd = hbuf_new("bf16", (size_t)d_ff * d_model, "w_down");
+  hbuf_fill_uniform(&x, &rng, -1, 1), hbuf_fill_uniform(&res, &rng, -1, 1);
+  hbuf_fill_uniform(&wg, &rng, -0.2, 0.2), hbuf_fill_uniform(&wu, &rng, -0.2, 0.2), hbuf_fill_uniform(&wd, &rng, -0.2, 0.2);
+  const char *up_defs[] = {"ACT", "0", NULL}, *res_defs[] = {"RESIDUAL", "true", NULL};
+  const char *plain_defs[] = {"RESIDUAL", "false", NULL};
+  tc_compilation *up = harness_compile("lang/std/mlp.tile", "mlp_gate_up", up_defs);
+  tc_compilation *down_res = harness_compile("lang/std/mlp.tile", "mlp_down", res_defs);
+  tc_compilation *down = harness_compile("lang/std/mlp.tile", "mlp_down", plain_defs);
+  size_t ny = (size_t)tokens * d_model;
+  double *sum = calloc(ny, sizeof(double));
+  for (int r = 0; r < ranks; r++) {
+    HBuf g = hbuf_new("bf16", (size_t)d_model * slice, "w_gate_r"), u = hbuf_new("bf16", (size_t)d_model * slice, "w_up_r");
+    HBuf d = hbuf_new("bf16", (size_t)slice * d_model, "w_down_r"), h = hbuf_new("bf16", (size_t)tokens * slice, "h_r");
+    HBuf y = hbuf_new("bf16", ny, "y_r");
+    for (int i = 0; i < d_model; i++)
+      for (int j = 0; j < slice; j++) {
+        hbuf_set(&g, (size_t)i * slice + j, hbuf_get(&wg, (size_t)i * d_ff + r * slice + j));
+        hbuf_set(&u, (size_t)i * slice + j, hbuf_get(&wu, (size_t)i * d_ff + r * slice + j));
+      }
+    for (int j = 0; j < slice; j++)
+      for (int c = 0; c < d_model; c++) hbuf_set(&d, (size_t)j * d_model + c, hbuf_get(&wd, (size_t)(r * slice + j) * d_model + c));
+    hbuf_poison(&h), hbuf_poison(&y);
+    tc_arg ua[7] = {matrix(&h, tokens, slice), matrix(&x, tokens, d_model), matrix(&g, d_model, slice),
+                    matrix(&u, d_model, slice), {.i = tokens}, {.i = d_model}, {.i = slice}};
+    const HBuf *ub[] = {&h, &x, &g, &u};
+    harness_run(up, (int64_t[3]){MLP_PROGRAMS, 1, 1}, ua, 7, ub, 4);
+    tc_arg da[8] = {matrix(&y, tokens, d_model), matrix(&h, tokens, slice), matrix(&d, slice, d_model),
+                    {.p = r == 0 ? res.data : y.data}, {.i = d_model}, {.i = tokens}, {.i = slice}, {.i = d_model}};
+    const HBuf *db[] = {&y, &h, &d, r == 0 ? &res : &y};
+    harness_run(r == 0 ? down_res : down, (int64_t[3]){MLP_PROGRAMS, 1, 1}, da, 8, db, 4);
+    for (size_t i = 0; i < ny; i++) sum[i] = (double)(float)(sum[i] + hbuf_get(&y, i)); /* NCCL: f32 adds */
+    hbuf_free(&g), hbuf_free(&u), hbuf_free(&d), hbuf_free(&h), hbuf_free(&y);
+  }
+  HBuf got = hbuf_new("bf16", ny, "y"); /* the reduced y, in bf16 */
+  for (size_t i = 0; i < ny; i++) hbuf_set(&got, i, sum[i]);
+  double *want = malloc(sizeof(double) * ny), *hrow = malloc(sizeof(double) * (size_t)d_ff);
+  for (int t = 0; t < tokens; t++) {
+    for (int j = 0; j < d_ff; j++) {
+      double gv = 0, uv = 0;
+      for (int c = 0; c < d_model; c++) {
+        double xv = hbuf_get(&x, (size_t)t * d_model + c);
+        gv += xv * hbuf_get(&wg, (size_t)c * d_ff + j), uv += xv * hbuf_get(&wu, (size_t)c * d_ff + j);
+      }
+      hrow[j] = gate_ref(gv, 0) * uv;
+    }
+    for (int c = 0; c < d_model; c++) {
+      double acc = hbuf_get(&res, (size_t)t * d_model + c);
+      for (int j = 0; j < d_ff; j++) acc += hrow[j] * hbuf_get(&wd, (size_t)j * d_model + c);
+      want[(size_t)t * d_model + c] = acc;
+    }
+  }
+  double e = rel_error(&got, want, ny);
+  cr_expect_lt(e, BF16_TOL, "%d ranks, %dx%dx%d: the reduced y against the whole layer: rel error %g", ranks, tokens,
+               d_model, d_ff, e);
+  free(sum), free(want), free(hrow);
+  hbuf_free(&got), hbuf_free(&x), hbuf_free(&res), hbuf_free(&wg), hbuf_free(&wu), hbuf_free(&wd);
+  tc_free(up), tc_free(down_res), tc_free(down);
+}
+
+Test(mlp, tensor_parallel_slices_sum_to_the_layer) {
+  check_tp_split(2, 70, 72, 288, 98);
+  check_tp_split(4, 9, 64, 288, 99);
+}
+
 /* d/dg of gate_ref(g) (the activation alone). */
 static double gate_ref_deriv(double g, int act) {
   if (act == 0) {
