@@ -35,3 +35,24 @@ tile_status layer_check_ptr(const char *fn, const char *name, uint64_t ptr, uint
                        (unsigned long long)ptr, (int)align);
   return TILE_OK;
 }
+
+tile_status layer_check_fp8(const char *fn, int d_model, int d_ff) {
+  if (d_model % LAYER_FP8_DIM_MULTIPLE || d_ff % LAYER_FP8_DIM_MULTIPLE)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: d_model (%d) and d_ff (%d) must be multiples of %d for fp8 (16-byte rows of e4m3)", fn,
+                       d_model, d_ff, LAYER_FP8_DIM_MULTIPLE);
+  return TILE_OK;
+}
+
+size_t layer_round_up(size_t bytes) {
+  return (bytes + LAYER_SECTION_ALIGN - 1) / LAYER_SECTION_ALIGN * LAYER_SECTION_ALIGN;
+}
+
+tile_status layer_run(const char *fn, const layer_step *steps, int n, tile_stream *stream) {
+  tile_status st = TILE_OK;
+  for (int i = 0; i < n && st == TILE_OK; i++) {
+    st = tile_launch(steps[i].k, steps[i].grid, stream, steps[i].a, steps[i].n);
+    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, tile_kernel_name(steps[i].k));
+  }
+  return st;
+}

@@ -34,6 +34,33 @@ tile_status layer_check(const char *fn, int tokens, int d_model, int d_ff, tile_
 /* A pointer: not 0 (unless may_be_zero) and aligned to `align` bytes. */
 tile_status layer_check_ptr(const char *fn, const char *name, uint64_t ptr, uint64_t align, bool may_be_zero);
 
+/* fp8 (e4m3) rows are one byte an element: 16-byte rows for the tensor
+ * copies need widths that are multiples of 16. */
+#define LAYER_FP8_DIM_MULTIPLE 16
+/* Each part of a layer's workspace starts on this boundary (TMA bases are
+ * 16-byte aligned; 256 keeps every part on cache lines of its own). */
+#define LAYER_SECTION_ALIGN 256
+/* Most arguments of a kernel the layers launch (moe_gemm_ws_fp8's 12). */
+#define LAYER_MAX_ARGS 12
+
+/* d_model and d_ff multiples of LAYER_FP8_DIM_MULTIPLE (after layer_check). */
+tile_status layer_check_fp8(const char *fn, int d_model, int d_ff);
+
+/* bytes rounded up to LAYER_SECTION_ALIGN. */
+size_t layer_round_up(size_t bytes);
+
+/* One launch of a layer. */
+typedef struct layer_step {
+  const tile_kernel *k;
+  uint32_t grid[3];
+  tile_arg a[LAYER_MAX_ARGS];
+  int n;
+} layer_step;
+
+/* Launches the steps in order on the stream; a failure's message starts
+ * "fn: KERNEL". */
+tile_status layer_run(const char *fn, const layer_step *steps, int n, tile_stream *stream);
+
 /* For the tensor-parallel layer (tp.c), which places the down projection
  * itself: tile_mlp_down's launch, unchecked, on `programs` programs (0 or
  * more than the SMs: one per SM), so that SMs are left to a collective

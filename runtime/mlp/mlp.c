@@ -93,11 +93,12 @@ static tile_tensor matrix(uint64_t ptr, int64_t rows, int64_t cols) {
   return (tile_tensor){ptr, 2, {rows, cols}, {cols, 1}};
 }
 
-/* The problem, the object and the pointers (name, value, may be 0). */
+/* The problem, the object and the pointers (the last one may be 0). */
 static tile_status check_call(const char *fn, const tile_mlp *m, const tile_mlp_problem *p, int n,
-                              const char *const *names, const uint64_t *ptrs, const bool *may_be_zero) {
+                              const char *const *names, const uint64_t *ptrs, bool last_may_be_zero) {
   tile_status st = check_problem(fn, p);
-  for (int i = 0; i < n && st == TILE_OK; i++) st = layer_check_ptr(fn, names[i], ptrs[i], LAYER_PTR_ALIGN, may_be_zero[i]);
+  for (int i = 0; i < n && st == TILE_OK; i++)
+    st = layer_check_ptr(fn, names[i], ptrs[i], LAYER_PTR_ALIGN, last_may_be_zero && i == n - 1);
   if (st == TILE_OK && !m) st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_mlp is NULL", fn);
   return st;
 }
@@ -117,27 +118,18 @@ static tile_status gate_up(tile_mlp *m, const tile_mlp_problem *p, uint64_t h, u
 
 /* y = h w_down [+ residual] on `programs` programs (0: one per SM),
  * without the checks. */
-static tile_status down_on(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
-                           uint64_t residual, tile_stream *stream, uint32_t programs) {
+tile_status mlp_down_on(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
+                        uint64_t residual, tile_stream *stream, uint32_t programs) {
   int64_t t = p->tokens, dm = p->d_model, dff = p->d_ff;
   tile_tensor ty = matrix(y, t, dm), th = matrix(h, t, dff), td = matrix(w_down, dff, dm);
   uint32_t grid[3] = {programs && programs < m->sms ? programs : m->sms, 1, 1};
   /* without the residual the pointer is not read: pass y (aligned) */
-  tile_arg args[8] = {tile_arg_tensor(&ty), tile_arg_tensor(&th), tile_arg_tensor(&td), tile_arg_ptr(residual ? residual : y),
-                      tile_arg_i64(dm),     tile_arg_i64(t),      tile_arg_i64(dff),    tile_arg_i64(dm)};
+  tile_arg args[8] = {tile_arg_tensor(&ty), tile_arg_tensor(&th), tile_arg_tensor(&td),
+                      tile_arg_ptr(residual ? residual : y), tile_arg_i64(dm), tile_arg_i64(t),
+                      tile_arg_i64(dff), tile_arg_i64(dm)};
   tile_status st = tile_launch(m->down[residual != 0], grid, stream, args, 8);
   if (st != TILE_OK) tilert_error_prefix("mlp_down");
   return st;
-}
-
-static tile_status down(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
-                        uint64_t residual, tile_stream *stream) {
-  return down_on(m, p, y, h, w_down, residual, stream, 0);
-}
-
-tile_status mlp_down_on(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, uint64_t h, uint64_t w_down,
-                        uint64_t residual, tile_stream *stream, uint32_t programs) {
-  return down_on(m, p, y, h, w_down, residual, stream, programs);
 }
 
 int mlp_down_block_rows(const tile_mlp *m) {
@@ -152,8 +144,7 @@ tile_status tile_mlp_gate_up(tile_mlp *m, const tile_mlp_problem *p, uint64_t h,
   static const char fn[] = "tile_mlp_gate_up";
   static const char *const names[] = {"h", "x", "w_gate", "w_up"};
   const uint64_t ptrs[] = {h, x, w_gate, w_up};
-  static const bool zero_ok[] = {false, false, false, false};
-  tile_status st = check_call(fn, m, p, 4, names, ptrs, zero_ok);
+  tile_status st = check_call(fn, m, p, 4, names, ptrs, false);
   if (st == TILE_OK && (st = gate_up(m, p, h, x, w_gate, w_up, stream)) != TILE_OK) tilert_error_prefix("%s", fn);
   return st;
 }
@@ -163,9 +154,9 @@ tile_status tile_mlp_down(tile_mlp *m, const tile_mlp_problem *p, uint64_t y, ui
   static const char fn[] = "tile_mlp_down";
   static const char *const names[] = {"y", "h", "w_down", "residual"};
   const uint64_t ptrs[] = {y, h, w_down, residual};
-  static const bool zero_ok[] = {false, false, false, true};
-  tile_status st = check_call(fn, m, p, 4, names, ptrs, zero_ok);
-  if (st == TILE_OK && (st = down(m, p, y, h, w_down, residual, stream)) != TILE_OK) tilert_error_prefix("%s", fn);
+  tile_status st = check_call(fn, m, p, 4, names, ptrs, true);
+  if (st == TILE_OK && (st = mlp_down_on(m, p, y, h, w_down, residual, stream, 0)) != TILE_OK)
+    tilert_error_prefix("%s", fn);
   return st;
 }
 
@@ -175,43 +166,28 @@ tile_status tile_mlp_forward(tile_mlp *m, const tile_mlp_problem *p, uint64_t y,
   static const char fn[] = "tile_mlp_forward";
   static const char *const names[] = {"y", "x", "w_gate", "w_up", "w_down", "workspace", "residual"};
   const uint64_t ptrs[] = {y, x, w_gate, w_up, w_down, workspace, residual};
-  static const bool zero_ok[] = {false, false, false, false, false, false, true};
-  tile_status st = check_call(fn, m, p, 7, names, ptrs, zero_ok);
+  tile_status st = check_call(fn, m, p, 7, names, ptrs, true);
   if (st != TILE_OK) return st;
   st = gate_up(m, p, workspace, x, w_gate, w_up, stream);
-  if (st == TILE_OK) st = down(m, p, y, workspace, w_down, residual, stream);
+  if (st == TILE_OK) st = mlp_down_on(m, p, y, workspace, w_down, residual, stream, 0);
   if (st != TILE_OK) tilert_error_prefix("%s", fn);
   return st;
 }
 
 /* ---- the fp8 layer ---- */
 
-/* e4m3 rows must be 16-byte multiples for the tensor copies. */
-#define MLP_FP8_DIM_MULTIPLE 16
-/* Each part of the fp8 workspace starts on this boundary (TMA bases are
- * 16-byte aligned; 256 keeps every part on its own cache lines). */
-#define MLP_FP8_PART_ALIGN 256
-
 /* Where the parts of the fp8 workspace start: xq, xs, h, hq, hs; [5] the
  * total. */
 static void fp8_parts(const tile_mlp_problem *p, size_t off[6]) {
   size_t t = (size_t)p->tokens, dm = (size_t)p->d_model, dff = (size_t)p->d_ff;
   const size_t bytes[5] = {t * dm, t * sizeof(float), t * dff * LAYER_ELEM_BYTES, t * dff, t * sizeof(float)};
-  size_t at = 0;
-  for (int i = 0; i < 5; i++) {
-    off[i] = at;
-    at += (bytes[i] + MLP_FP8_PART_ALIGN - 1) / MLP_FP8_PART_ALIGN * MLP_FP8_PART_ALIGN;
-  }
-  off[5] = at;
+  off[0] = 0;
+  for (int i = 0; i < 5; i++) off[i + 1] = off[i] + layer_round_up(bytes[i]);
 }
 
 static tile_status check_fp8_problem(const char *fn, const tile_mlp_problem *p) {
   tile_status st = check_problem(fn, p);
-  if (st == TILE_OK && (p->d_model % MLP_FP8_DIM_MULTIPLE || p->d_ff % MLP_FP8_DIM_MULTIPLE))
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
-                       "%s: d_model (%d) and d_ff (%d) must be multiples of %d for fp8 (16-byte rows of e4m3)", fn,
-                       p->d_model, p->d_ff, MLP_FP8_DIM_MULTIPLE);
-  return st;
+  return st == TILE_OK ? layer_check_fp8(fn, p->d_model, p->d_ff) : st;
 }
 
 size_t tile_mlp_fp8_workspace_bytes(const tile_mlp_problem *p) {
@@ -242,29 +218,26 @@ tile_status tile_mlp_forward_fp8(tile_mlp *m, const tile_mlp_problem *p, uint64_
   fp8_parts(p, off);
   uint64_t xq = workspace + off[0], xs = workspace + off[1], h = workspace + off[2], hq = workspace + off[3];
   uint64_t hs = workspace + off[4];
-  uint32_t rows[3] = {(uint32_t)t, 1, 1}, grid[3] = {m->sms, 1, 1};
-  tile_tensor th = matrix(h, t, dff), txq = {xq, 2, {t, dm}, {dm, 1}}, tg = {w->w_gate, 2, {dff, dm}, {dm, 1}};
-  tile_tensor tu = {w->w_up, 2, {dff, dm}, {dm, 1}}, ty = matrix(y, t, dm), thq = {hq, 2, {t, dff}, {dff, 1}};
-  tile_tensor td = {w->w_down, 2, {dm, dff}, {dff, 1}};
-  tile_arg q1[4] = {tile_arg_ptr(xq), tile_arg_ptr(xs), tile_arg_ptr(x), tile_arg_i64(dm)};
-  tile_arg up[10] = {tile_arg_tensor(&th),      tile_arg_tensor(&txq),       tile_arg_tensor(&tg),
-                     tile_arg_tensor(&tu),      tile_arg_ptr(xs),            tile_arg_ptr(w->gate_scale),
-                     tile_arg_ptr(w->up_scale), tile_arg_i64(t),             tile_arg_i64(dm),
-                     tile_arg_i64(dff)};
-  tile_arg q2[4] = {tile_arg_ptr(hq), tile_arg_ptr(hs), tile_arg_ptr(h), tile_arg_i64(dff)};
-  /* without the residual the pointer is not read: pass y (aligned) */
-  tile_arg dn[10] = {tile_arg_tensor(&ty),   tile_arg_tensor(&thq), tile_arg_tensor(&td),
-                     tile_arg_ptr(hs),       tile_arg_ptr(w->down_scale), tile_arg_ptr(residual ? residual : y),
-                     tile_arg_i64(dm),       tile_arg_i64(t),       tile_arg_i64(dff),
-                     tile_arg_i64(dm)};
-  static const char *const steps[4] = {"mlp_quantize_fp8 (x)", "mlp_gate_up_fp8", "mlp_quantize_fp8 (h)",
-                                       "mlp_down_fp8"};
-  for (int i = 0; i < 4 && st == TILE_OK; i++) {
-    if (i == 0) st = tile_launch(m->quant, rows, stream, q1, 4);
-    if (i == 1) st = tile_launch(m->up8[p->act], grid, stream, up, 10);
-    if (i == 2) st = tile_launch(m->quant, rows, stream, q2, 4);
-    if (i == 3) st = tile_launch(m->down8[residual != 0], grid, stream, dn, 10);
-    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, steps[i]);
-  }
-  return st;
+  /* (the weights: one output channel per row) */
+  tile_tensor th = matrix(h, t, dff), txq = matrix(xq, t, dm), tg = matrix(w->w_gate, dff, dm);
+  tile_tensor tu = matrix(w->w_up, dff, dm), ty = matrix(y, t, dm), thq = matrix(hq, t, dff);
+  tile_tensor td = matrix(w->w_down, dm, dff);
+  const layer_step steps[4] = {
+      /* xq, xs = x quantized per token */
+      {m->quant, {(uint32_t)t, 1, 1}, {tile_arg_ptr(xq), tile_arg_ptr(xs), tile_arg_ptr(x), tile_arg_i64(dm)}, 4},
+      {m->up8[p->act],
+       {m->sms, 1, 1},
+       {tile_arg_tensor(&th), tile_arg_tensor(&txq), tile_arg_tensor(&tg), tile_arg_tensor(&tu), tile_arg_ptr(xs),
+        tile_arg_ptr(w->gate_scale), tile_arg_ptr(w->up_scale), tile_arg_i64(t), tile_arg_i64(dm), tile_arg_i64(dff)},
+       10},
+      {m->quant, {(uint32_t)t, 1, 1}, {tile_arg_ptr(hq), tile_arg_ptr(hs), tile_arg_ptr(h), tile_arg_i64(dff)}, 4},
+      /* without the residual the pointer is not read: y stands in (aligned) */
+      {m->down8[residual != 0],
+       {m->sms, 1, 1},
+       {tile_arg_tensor(&ty), tile_arg_tensor(&thq), tile_arg_tensor(&td), tile_arg_ptr(hs),
+        tile_arg_ptr(w->down_scale), tile_arg_ptr(residual ? residual : y), tile_arg_i64(dm), tile_arg_i64(t),
+        tile_arg_i64(dff), tile_arg_i64(dm)},
+       10},
+  };
+  return layer_run(fn, steps, 4, stream);
 }

@@ -43,9 +43,8 @@ static const int widths[MOE_WIDTHS] = {8, 32, 128};
 /* The routing kernel keeps top_k choices per token; moe.tile's loop
  * allows more, this is the range the API promises and tests. */
 #define MOE_MAX_TOP_K 8
-/* Workspace sections are aligned to 256 bytes (more than the tensors'
- * 16); i32 maps and counts. */
-#define MOE_SECTION_ALIGN 256
+/* i32 maps and counts (the workspace's sections start on
+ * LAYER_SECTION_ALIGN boundaries). */
 #define MOE_I32_BYTES 4
 /* Pairs per program of moe_count and moe_scatter (their BLOCK, checked
  * when the kernels load): the workspace holds one row of per-expert
@@ -167,12 +166,8 @@ enum {
   WS_OUT, WS_COUNT, WS_XQ = WS_COUNT, WS_XS, WS_HQ, WS_HS, WS8_COUNT
 };
 /* The fp8 layer's scale blocks: 128 columns of activations, 128 x 128 of
- * weights (moe_gemm_ws_fp8's BLOCK_K); its widths are multiples of 16
- * (moe_quantize_blocks' k, 16-byte rows of e4m3). */
+ * weights (moe_gemm_ws_fp8's BLOCK_K). */
 #define MOE_FP8_BLOCK 128
-#define MOE_FP8_DIM_MULTIPLE 16
-
-static size_t round_up(size_t v) { return (v + MOE_SECTION_ALIGN - 1) / MOE_SECTION_ALIGN * MOE_SECTION_ALIGN; }
 
 /* Rows of the permuted order at most: every expert's last tile padded. */
 static size_t padded_rows(const tile_moe_problem *p) {
@@ -203,7 +198,7 @@ static void sections(const tile_moe_problem *p, size_t at[WS8_COUNT + 1]) {
                                   rows * (size_t)p->d_ff,
                                   rows * kb_h * sizeof(float)};
   at[0] = 0;
-  for (int i = 0; i < WS8_COUNT; i++) at[i + 1] = at[i] + round_up(bytes[i]);
+  for (int i = 0; i < WS8_COUNT; i++) at[i + 1] = at[i] + layer_round_up(bytes[i]);
 }
 
 size_t tile_moe_workspace_bytes(const tile_moe_problem *p) {
@@ -234,14 +229,6 @@ typedef struct moe_weights {
   const tile_moe_fp8_weights *fp8;
 } moe_weights;
 
-/* A launch of the layer. */
-typedef struct moe_step {
-  const tile_kernel *k;
-  uint32_t grid[3];
-  tile_arg a[12];
-  int n;
-} moe_step;
-
 /* Both layers: routing, permutation and gather, then the two grouped
  * GEMMs (bf16, or fp8 with each operand quantized in blocks first), then
  * the combine; every launch on the stream, in order. */
@@ -268,47 +255,47 @@ static tile_status forward(tile_moe *m, const char *fn, const tile_moe_problem *
   tile_tensor t_gate8 = {wt->gate, 2, {e * dff, dm}, {dm, 1}}, t_up8 = {wt->up, 2, {e * dff, dm}, {dm, 1}};
   tile_tensor t_down8 = {wt->down, 2, {e * dm, dff}, {dff, 1}};
   const tile_moe_fp8_weights *f8 = wt->fp8;
-  moe_step steps[10];
+  layer_step steps[10];
   int n = 0;
-  steps[n++] = (moe_step){m->wk[w][W_ROUTE],
+  steps[n++] = (layer_step){m->wk[w][W_ROUTE],
                           {cdiv(tokens, m->route_block), 1, 1},
                           {tile_arg_ptr(s[WS_IDS]), tile_arg_ptr(s[WS_WEIGHTS]), tile_arg_ptr(router_logits),
                            tile_arg_i64(tokens), tile_arg_i64(e), tile_arg_i64(e), tile_arg_i64(k),
                            tile_arg_i64(p->sigmoid ? 1 : 0), tile_arg_bool(p->renormalize)},
                           9};
   /* per block of pairs: counts per expert, and each pair's rank in the block (into row_of) */
-  steps[n++] = (moe_step){m->wk[w][W_COUNT],
+  steps[n++] = (layer_step){m->wk[w][W_COUNT],
                           {pair_grid, 1, 1},
                           {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_IDS]),
                            tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e)},
                           6};
-  steps[n++] = (moe_step){m->sk[S_SCAN],
+  steps[n++] = (layer_step){m->sk[S_SCAN],
                           {cdiv(e, m->scan_block), 1, 1},
                           {tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]), tile_arg_i64(pair_grid),
                            tile_arg_i64(e)},
                           4};
-  steps[n++] = (moe_step){m->wk[w][W_SCATTER],
+  steps[n++] = (layer_step){m->wk[w][W_SCATTER],
                           {pair_grid, 1, 1},
                           {tile_arg_ptr(s[WS_ROW_OF]), tile_arg_ptr(s[WS_TOKEN_OF]), tile_arg_ptr(s[WS_OFFSETS]),
                            tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_ptr(s[WS_BLOCKS]), tile_arg_ptr(s[WS_COUNTS]),
                            tile_arg_ptr(s[WS_IDS]), tile_arg_i64(tokens), tile_arg_i64(k), tile_arg_i64(e),
                            tile_arg_i64(capacity)},
                           11};
-  steps[n++] = (moe_step){m->sk[S_GATHER],
+  steps[n++] = (layer_step){m->sk[S_GATHER],
                           {cdiv(rows, m->gather_rows), cdiv(dm, m->gather_cols), 1},
                           {tile_arg_ptr(s[WS_XP]), tile_arg_ptr(x), tile_arg_ptr(s[WS_TOKEN_OF]),
                            tile_arg_ptr(s[WS_OFFSETS]), tile_arg_i64(e), tile_arg_i64(dm)},
                           6};
   if (!f8) {
     /* hidden = act(xp w_gate[e]) * (xp w_up[e]) */
-    steps[n++] = (moe_step){m->sk[S_UP + p->act],
+    steps[n++] = (layer_step){m->sk[S_UP + p->act],
                             {gemm_grid, 1, 1},
                             {tile_arg_tensor(&t_hid), tile_arg_tensor(&t_xp), tile_arg_tensor(&t_gate),
                              tile_arg_tensor(&t_up), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]),
                              tile_arg_i64(e), tile_arg_i64(dff), tile_arg_i64(dm)},
                             9};
     /* out = hidden w_down[e] */
-    steps[n++] = (moe_step){m->sk[S_DOWN],
+    steps[n++] = (layer_step){m->sk[S_DOWN],
                             {gemm_grid, 1, 1},
                             {tile_arg_tensor(&t_out), tile_arg_tensor(&t_hid), tile_arg_tensor(&t_down),
                              tile_arg_tensor(&t_down), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]),
@@ -317,24 +304,24 @@ static tile_status forward(tile_moe *m, const char *fn, const tile_moe_problem *
   } else {
     /* xq, xs = xp in blocks of 128 columns; hidden from the fp8 gated GEMM;
      * hq, hs likewise; out from the plain one */
-    steps[n++] = (moe_step){m->sk[S_QUANT8],
+    steps[n++] = (layer_step){m->sk[S_QUANT8],
                             {cdiv(rows, m->quant_rows), cdiv(dm, MOE_FP8_BLOCK), 1},
                             {tile_arg_ptr(s[WS_XQ]), tile_arg_ptr(s[WS_XS]), tile_arg_ptr(s[WS_XP]),
                              tile_arg_ptr(s[WS_OFFSETS]), tile_arg_i64(e), tile_arg_i64(dm)},
                             6};
-    steps[n++] = (moe_step){m->sk[S_UP8 + p->act],
+    steps[n++] = (layer_step){m->sk[S_UP8 + p->act],
                             {gemm_grid, 1, 1},
                             {tile_arg_tensor(&t_hid), tile_arg_tensor(&t_xq), tile_arg_ptr(s[WS_XS]),
                              tile_arg_tensor(&t_gate8), tile_arg_ptr(f8->gate_scale), tile_arg_tensor(&t_up8),
                              tile_arg_ptr(f8->up_scale), tile_arg_ptr(s[WS_OFFSETS]), tile_arg_ptr(s[WS_TILE_EXPERT]),
                              tile_arg_i64(e), tile_arg_i64(dff), tile_arg_i64(dm)},
                             12};
-    steps[n++] = (moe_step){m->sk[S_QUANT8],
+    steps[n++] = (layer_step){m->sk[S_QUANT8],
                             {cdiv(rows, m->quant_rows), cdiv(dff, MOE_FP8_BLOCK), 1},
                             {tile_arg_ptr(s[WS_HQ]), tile_arg_ptr(s[WS_HS]), tile_arg_ptr(s[WS_HIDDEN]),
                              tile_arg_ptr(s[WS_OFFSETS]), tile_arg_i64(e), tile_arg_i64(dff)},
                             6};
-    steps[n++] = (moe_step){m->sk[S_DOWN8],
+    steps[n++] = (layer_step){m->sk[S_DOWN8],
                             {gemm_grid, 1, 1},
                             {tile_arg_tensor(&t_out), tile_arg_tensor(&t_hq), tile_arg_ptr(s[WS_HS]),
                              tile_arg_tensor(&t_down8), tile_arg_ptr(f8->down_scale), tile_arg_tensor(&t_down8),
@@ -342,17 +329,12 @@ static tile_status forward(tile_moe *m, const char *fn, const tile_moe_problem *
                              tile_arg_ptr(s[WS_TILE_EXPERT]), tile_arg_i64(e), tile_arg_i64(dm), tile_arg_i64(dff)},
                             12};
   }
-  steps[n++] = (moe_step){m->sk[S_COMBINE],
+  steps[n++] = (layer_step){m->sk[S_COMBINE],
                           {cdiv(tokens, m->combine_rows), cdiv(dm, m->combine_cols), 1},
                           {tile_arg_ptr(y), tile_arg_ptr(s[WS_OUT]), tile_arg_ptr(s[WS_WEIGHTS]),
                            tile_arg_ptr(s[WS_ROW_OF]), tile_arg_i64(tokens), tile_arg_i64(dm), tile_arg_i64(k)},
                           7};
-  tile_status st = TILE_OK;
-  for (int i = 0; i < n && st == TILE_OK; i++) {
-    st = tile_launch(steps[i].k, steps[i].grid, stream, steps[i].a, steps[i].n);
-    if (st != TILE_OK) tilert_error_prefix("%s: %s", fn, tile_kernel_name(steps[i].k));
-  }
-  return st;
+  return layer_run(fn, steps, n, stream);
 }
 
 tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y, uint64_t x, uint64_t router_logits,
@@ -372,11 +354,7 @@ tile_status tile_moe_forward(tile_moe *m, const tile_moe_problem *p, uint64_t y,
 
 static tile_status check_fp8_problem(const char *fn, const tile_moe_problem *p) {
   tile_status st = check_problem(fn, p);
-  if (st == TILE_OK && (p->d_model % MOE_FP8_DIM_MULTIPLE || p->d_ff % MOE_FP8_DIM_MULTIPLE))
-    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
-                       "%s: d_model (%d) and d_ff (%d) must be multiples of %d for fp8 (16-byte rows of e4m3)", fn,
-                       p->d_model, p->d_ff, MOE_FP8_DIM_MULTIPLE);
-  return st;
+  return st == TILE_OK ? layer_check_fp8(fn, p->d_model, p->d_ff) : st;
 }
 
 size_t tile_moe_fp8_workspace_bytes(const tile_moe_problem *p) {

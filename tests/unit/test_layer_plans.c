@@ -37,6 +37,19 @@ static int count_lines(const char *log, const char *prefix) {
   return n;
 }
 
+/* The log's launches are exactly these kernels, in this order. */
+static void expect_launches(const char *log, const char *const *kernels, int n) {
+  const char *at = log;
+  char want[128];
+  for (int i = 0; i < n; i++) {
+    snprintf(want, sizeof want, "launch %s grid ", kernels[i]);
+    at = strstr(at, want);
+    cr_assert(at, "launch %d (%s) missing or out of order:\n%s", i, kernels[i], log);
+    at++;
+  }
+  cr_expect_eq(count_lines(log, "launch "), n, "%s", log);
+}
+
 static void expect_no_host_wait(const char *log) {
   cr_expect_null(strstr(log, "synchronize"), "the host waited:\n%s", log);
   cr_expect_null(strstr(log, "to the host"), "a copy to the host:\n%s", log);
@@ -63,17 +76,12 @@ Test(layer_plans, moe_is_eight_kernels_on_the_stream_without_a_host_round_trip) 
   const char *log = cuda_log();
   static const char *const order[] = {"moe_route",  "moe_count",   "moe_scan",    "moe_scatter",
                                       "moe_gather", "moe_gemm_ws", "moe_gemm_ws", "moe_combine"};
-  const char *at = log;
+  expect_launches(log, order, 8);
+  int on_device_1 = 0; /* every launch on the stream's device */
+  for (const char *at = strstr(log, " on device 1: "); at; at = strstr(at + 1, " on device 1: ")) on_device_1++;
+  cr_expect_eq(on_device_1, 8, "%s", log);
   char want[64];
-  for (int i = 0; i < 8; i++) {
-    snprintf(want, sizeof want, "launch %s grid ", order[i]);
-    at = strstr(at, want);
-    cr_assert(at, "launch %d (%s) missing or out of order:\n%s", i, order[i], log);
-    cr_expect(strstr(at, " on device 1: "), "not on the stream's device");
-    at++;
-  }
-  cr_expect_eq(count_lines(log, "launch "), 8, "%s", log);
-  /* y is written by the combine, x read by the gather only */
+  /* y is written by the combine */
   snprintf(want, sizeof want, "launch moe_combine grid ");
   const char *combine = strstr(log, want);
   char ys[32];
@@ -293,15 +301,8 @@ Test(layer_plans, the_fp8_moe_quantizes_both_grouped_gemms_operands) {
   static const char *const order[] = {
       "moe_route",       "moe_count",           "moe_scan",        "moe_scatter", "moe_gather", "moe_quantize_blocks",
       "moe_gemm_ws_fp8", "moe_quantize_blocks", "moe_gemm_ws_fp8", "moe_combine"};
-  const char *at = log;
+  expect_launches(log, order, 10);
   char want[128];
-  for (int i = 0; i < 10; i++) {
-    snprintf(want, sizeof want, "launch %s grid ", order[i]);
-    at = strstr(at, want);
-    cr_assert(at, "launch %d (%s) missing or out of order:\n%s", i, order[i], log);
-    at++;
-  }
-  cr_expect_eq(count_lines(log, "launch "), 10, "%s", log);
   /* the weights as [experts * out, in]; the padded rows: 2000 + 8 * 127 = 3016 */
   snprintf(want, sizeof want, "w=0x%llx[4096x256] ", (unsigned long long)w.w_gate);
   cr_expect(strstr(log, want), "the gate weights as [8 * 512, 256]:\n%s", log);
