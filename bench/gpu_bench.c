@@ -786,6 +786,25 @@ static double gemm_time_paired(GemmProblem *p, GemmPrecision prec, LaunchFn fn, 
 
 /* ---- our GEMM kernels on a problem ---- */
 
+/* TILE_BENCH_GEMM_ONLY=A|B|...: only the GEMM variants whose label holds
+ * one of the '|'-separated texts (cuBLAS is always timed beside them). */
+static bool gemm_variant_selected(const char *label) {
+  const char *only = getenv("TILE_BENCH_GEMM_ONLY");
+  if (!only || !*only) return true;
+  for (const char *at = only; *at;) {
+    const char *bar = strchr(at, '|');
+    size_t len = bar ? (size_t)(bar - at) : strlen(at);
+    char part[96];
+    if (len > 0 && len < sizeof part) {
+      memcpy(part, at, len), part[len] = 0;
+      if (strstr(label, part)) return true;
+    }
+    if (!bar) break;
+    at = bar + 1;
+  }
+  return false;
+}
+
 typedef struct TileGemm {
   Variant v;
   tile_arg args[12];
@@ -811,11 +830,13 @@ static void bench_tile_gemm(GemmProblem *p, bool tma, int bm, int bn, int bk, in
                         "STAGES", ds, "WARPS", dw, NULL};
   snprintf(label, sizeof label, "%s %dx%dx%d %d stages %d warps", tma ? "tile TMA" : "tile cp.async", bm, bn, bk,
            stages, warps);
+  if (warps < 0)
+    snprintf(label, sizeof label, "tile TMA %dx%dx%d %d stages 1+%d wg (gemm_tma split)", bm, bn, bk, stages, -warps / 4);
+  if (!gemm_variant_selected(label)) return;
   TileGemm k;
   memset(&k, 0, sizeof k);
   const char *file = tma ? "lang/std/gemm_tma.tile" : "lang/std/gemm.tile";
   if (warps < 0) {
-    snprintf(label, sizeof label, "tile TMA %dx%dx%d %d stages 1+%d wg (gemm_tma split)", bm, bn, bk, stages, -warps / 4);
     size_t len;
     char *src = variant_read_source(p->g, file, &len), with[48];
     snprintf(with, sizeof with, "@warp_specialize(1, %d)", -warps / 4);
@@ -885,18 +906,21 @@ static void bench_tile_gemm_fp8(GemmProblem *p, int bm, int bn, int bk, int stag
 /* lang/std/gemm_ws.tile (warp-specialized) with bf16 C: persistent (a
  * grid of min(tiles, SMs)) or one program per tile. */
 static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stages, int consumers, bool persistent,
-                               bool pingpong, int group_m, int cluster) {
+                               bool pingpong, int group_m, int cluster, bool cluster_n) {
   char dm[16], dn[16], dk[16], ds[16], dc[16], dg[16], dcl[16], label[112];
   snprintf(dm, sizeof dm, "%d", bm), snprintf(dn, sizeof dn, "%d", bn), snprintf(ds, sizeof ds, "%d", stages);
   snprintf(dc, sizeof dc, "%d", consumers), snprintf(dk, sizeof dk, "%d", bk);
   snprintf(dg, sizeof dg, "%d", group_m), snprintf(dcl, sizeof dcl, "%d", cluster);
-  const char *defs[] = {"T",      "bf16", "TC",        "bf16", "BLOCK_M", dm,      "BLOCK_N", dn, "BLOCK_K", dk,
-                        "STAGES", ds,     "CONSUMERS", dc,     "CLUSTER", dcl,     "GROUP_M", dg, NULL};
-  if (!group_m) defs[16] = NULL; /* the kernel's default */
+  const char *defs[] = {"T",       "bf16", "TC",        "bf16", "BLOCK_M", dm,      "BLOCK_N",   dn,
+                        "BLOCK_K", dk,     "STAGES",    ds,     "CONSUMERS", dc,    "CLUSTER",   dcl,
+                        "CLUSTER_N", cluster_n ? "true" : "false", "GROUP_M", dg, NULL};
+  if (!group_m) defs[18] = NULL; /* the kernel's default */
   snprintf(label, sizeof label, "tile WS %dx%dx%d %d stages 1+%d wg%s%s", bm, bn, bk, stages, consumers,
            persistent ? " persistent" : "", pingpong ? " ping-pong" : "");
   if (group_m) snprintf(label + strlen(label), sizeof label - strlen(label), " GROUP_M %d", group_m);
-  if (cluster > 1) snprintf(label + strlen(label), sizeof label - strlen(label), " cluster %d", cluster);
+  if (cluster > 1)
+    snprintf(label + strlen(label), sizeof label - strlen(label), " cluster %d%s", cluster, cluster_n ? " along n" : "");
+  if (!gemm_variant_selected(label)) return;
   TileGemm k;
   memset(&k, 0, sizeof k);
   if (pingpong) defs[12] = NULL; /* gemm_ws_pingpong has no CONSUMERS (nor, then, CLUSTER or GROUP_M) */
@@ -911,8 +935,8 @@ static void bench_tile_gemm_ws(GemmProblem *p, int bm, int bn, int bk, int stage
   k.args[k.nargs++] = tile_arg_i32(p->k);
   /* a cluster takes `cluster` tiles stacked along m; persistent: as many
    * programs as run at once */
-  uint32_t C = (uint32_t)cluster;
-  uint32_t tiles = C * (uint32_t)(((p->m + C * bm - 1) / (C * bm)) * ((p->n + bn - 1) / bn));
+  uint32_t C = (uint32_t)cluster, cm = cluster_n ? 1 : C, cn = cluster_n ? C : 1;
+  uint32_t tiles = C * (uint32_t)(((p->m + cm * bm - 1) / (cm * bm)) * ((p->n + cn * bn - 1) / (cn * bn)));
   uint32_t resident = 0;
   if (tile_kernel_resident_programs(k.v.kernel, &resident) != TILE_OK) {
     printf("%s: %s\n", label, tile_last_error());
@@ -977,7 +1001,7 @@ static void bench_tile_gemm_streamk(GemmProblem *p) {
 static void bench_gemm_kernels(GemmProblem *p) {
   const char *sk = getenv("TILE_BENCH_GEMM_STREAMK");
   if (sk && *sk) { /* the stream-K experiment beside the persistent kernel only */
-    bench_tile_gemm_ws(p, 128, 256, 64, 4, 2, true, false, 0, 1);
+    bench_tile_gemm_ws(p, 128, 256, 64, 4, 2, true, false, 0, 1, false);
     bench_tile_gemm_streamk(p);
     return;
   }
@@ -997,23 +1021,27 @@ static void bench_gemm_kernels(GemmProblem *p) {
     int bm, bn, bk, stages, consumers;
     bool persistent, pingpong;
     int group_m, cluster;
+    bool cluster_n;
   } ws[] = {
-      {128, 256, 64, 4, 2, false, false, 0, 1}, {128, 256, 64, 4, 2, true, false, 0, 1},
-      {128, 256, 64, 3, 2, true, false, 0, 1},  {128, 128, 64, 4, 2, true, false, 0, 1},
-      {128, 128, 64, 4, 2, true, true, 0, 1},   {128, 128, 64, 5, 2, true, true, 0, 1},
-      {128, 256, 64, 4, 2, true, false, 1, 1},  {128, 256, 64, 4, 2, true, false, 4, 1},
-      {128, 256, 64, 4, 2, true, false, 16, 1}, {256, 128, 64, 3, 2, true, false, 0, 1},
-      {256, 128, 64, 3, 2, true, false, 16, 1}, {128, 256, 64, 4, 2, true, false, 0, 2},
-      {128, 256, 64, 4, 2, true, false, 16, 2}, {128, 256, 64, 4, 2, false, false, 0, 2},
-      {128, 256, 64, 3, 2, true, false, 0, 2},  {128, 128, 64, 4, 2, true, false, 0, 2},
-      {128, 128, 64, 6, 2, true, false, 0, 1},  {128, 128, 64, 6, 2, true, false, 0, 2},
-      {128, 256, 32, 8, 2, true, false, 0, 1},  {128, 256, 32, 8, 2, true, false, 0, 2},
-      {128, 256, 32, 8, 2, true, false, 16, 1}, {256, 128, 64, 4, 2, true, false, 0, 1},
-      {256, 128, 64, 4, 2, true, false, 16, 1},
+      {128, 256, 64, 4, 2, false, false, 0, 1, false}, {128, 256, 64, 4, 2, true, false, 0, 1, false},
+      {128, 256, 64, 3, 2, true, false, 0, 1, false},  {128, 128, 64, 4, 2, true, false, 0, 1, false},
+      {128, 128, 64, 4, 2, true, true, 0, 1, false},   {128, 128, 64, 5, 2, true, true, 0, 1, false},
+      {128, 256, 64, 4, 2, true, false, 1, 1, false},  {128, 256, 64, 4, 2, true, false, 4, 1, false},
+      {128, 256, 64, 4, 2, true, false, 16, 1, false}, {256, 128, 64, 3, 2, true, false, 0, 1, false},
+      {256, 128, 64, 3, 2, true, false, 16, 1, false}, {128, 256, 64, 4, 2, true, false, 0, 2, false},
+      {128, 256, 64, 4, 2, true, false, 16, 2, false}, {128, 256, 64, 4, 2, false, false, 0, 2, false},
+      {128, 256, 64, 3, 2, true, false, 0, 2, false},  {128, 128, 64, 4, 2, true, false, 0, 2, false},
+      {128, 128, 64, 6, 2, true, false, 0, 1, false},  {128, 128, 64, 6, 2, true, false, 0, 2, false},
+      {128, 256, 32, 8, 2, true, false, 0, 1, false},  {128, 256, 32, 8, 2, true, false, 0, 2, false},
+      {128, 256, 32, 8, 2, true, false, 16, 1, false}, {256, 128, 64, 4, 2, true, false, 0, 1, false},
+      {256, 128, 64, 4, 2, true, false, 16, 1, false},
+      /* clusters along n: the two tiles share A's rows (cuBLAS's choice for 256x128) */
+      {256, 128, 64, 4, 2, true, false, 0, 2, true}, {128, 256, 64, 4, 2, true, false, 0, 2, true},
+      {256, 128, 64, 4, 2, true, false, 16, 2, true},
   };
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
     bench_tile_gemm_ws(p, ws[i].bm, ws[i].bn, ws[i].bk, ws[i].stages, ws[i].consumers, ws[i].persistent,
-                       ws[i].pingpong, ws[i].group_m, ws[i].cluster);
+                       ws[i].pingpong, ws[i].group_m, ws[i].cluster, ws[i].cluster_n);
 }
 
 /* ---- GEMM + bias + activation: fused against cuBLAS and a kernel ---- */
@@ -1145,7 +1173,7 @@ static void bench_sweep(Gpu *g) {
     GemmProblem p;
     if (gemm_problem_init(&p, g, cublas, tables, &shape) && gemm_anchor_bf16(&p)) {
       sweep_size = sizes[i];
-      bench_tile_gemm_ws(&p, 128, 256, 64, 4, 2, true, false, 0, 1);
+      bench_tile_gemm_ws(&p, 128, 256, 64, 4, 2, true, false, 0, 1, false);
       bench_tile_gemm(&p, true, 128, 256, 64, 4, 8);
       sweep_size = 0;
     }

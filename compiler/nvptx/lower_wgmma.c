@@ -212,16 +212,22 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
     }
     for (int ni = 0; ni < ws.n_rep; ni++) bops[kk * ws.n_rep + ni] = operand_desc(L, &B, false, ni * ws.inst_n, kk * kstep);
   }
+  /* A product from a tile of zeros (dot without an accumulator) starts
+   * with scale-d 0 and undefined inputs: no zeros are materialized, and
+   * nothing writes the registers between the fence and the wgmma (ptxas
+   * answers such writes with an injected warpgroup.arrive, C7519). */
+  bool fresh = cv->def && cv->def->kind == OP_CONST && cv->def->fattr == 0;
   llvm_asm(L, "wgmma.fence.sync.aligned;", "~{memory}", L->t_void, NULL, 0, true);
   LLVMValueRef args[LOWER_MAX_ASM_ARGS];
   for (int kk = 0; kk < nk; kk++)
     for (int mi = 0; mi < ws.m_rep; mi++)
       for (int ni = 0; ni < ws.n_rep; ni++) {
         int base = n * (ni + ws.n_rep * mi), nargs = n;
-        for (int i = 0; i < n; i++) args[i] = out->regs[base + i];
+        bool first = fresh && kk == 0;
+        for (int i = 0; i < n; i++) args[i] = first ? LLVMGetUndef(L->t_f32) : out->regs[base + i];
         for (int i = 0; i < na; i++) args[nargs++] = aops[(kk * ws.m_rep + mi) * na + i];
         args[nargs++] = bops[kk * ws.n_rep + ni];
-        args[nargs++] = const_i32(L, 1); /* scale-d: accumulate */
+        args[nargs++] = const_i32(L, first ? 0 : 1); /* scale-d: 0 overwrites, 1 accumulates */
         LLVMValueRef r = llvm_asm(L, text, cons, ret, args, nargs, true);
         for (int i = 0; i < n; i++) out->regs[base + i] = LLVMBuildExtractValue(L->b, r, (unsigned)i, "");
       }

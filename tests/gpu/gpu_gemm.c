@@ -288,10 +288,11 @@ static bool run_gemm(Gpu *g, const GemmCase *gc, uint64_t seed) {
     }
   }
   int64_t bm = ok ? variant_const(&v, "BLOCK_M", 128) : 1, bn = ok ? variant_const(&v, "BLOCK_N", 128) : 1;
-  /* gemm_ws with CLUSTER: a cluster takes CLUSTER tiles stacked along m,
-   * and the grid is a multiple of it */
-  int64_t C = ok ? variant_const(&v, "CLUSTER", 1) : 1;
-  int64_t grid = C * ((gc->m + C * bm - 1) / (C * bm)) * ((gc->n + bn - 1) / bn);
+  /* gemm_ws with CLUSTER: a cluster takes CLUSTER tiles stacked along m
+   * (along n with CLUSTER_N), and the grid is a multiple of it */
+  int64_t C = ok ? variant_const(&v, "CLUSTER", 1) : 1, along_n = ok ? variant_const(&v, "CLUSTER_N", 0) : 0;
+  int64_t cm = along_n ? 1 : C, cn = along_n ? C : 1;
+  int64_t grid = C * ((gc->m + cm * bm - 1) / (cm * bm)) * ((gc->n + cn * bn - 1) / (cn * bn));
   if (ws) {
     uint32_t resident = 0;
     if (ok && !gc->programs && tile_kernel_resident_programs(v.kernel, &resident) != TILE_OK) {
@@ -415,6 +416,14 @@ static const GemmCase cases[] = {
      {"BLOCK_K", "32", "STAGES", "8", "CLUSTER", "2", NULL}, 4},
     {"gemm_ws bf16 cluster 2 2176x2304x256 on all SMs", WS, false, "bf16", "bf16", 2176, 2304, 256, false, false,
      {"CLUSTER", "2", NULL}, 0},
+    /* clusters of 2 along n (A multicast): an odd number of tile columns,
+     * 256x128 tiles, A^T (A^T's box one copy), and on all SMs */
+    {"gemm_ws bf16 cluster 2 along n, 3 tile columns, 4 programs", WS, true, "bf16", "bf16", 392, 776, 328, false,
+     false, {"CLUSTER", "2", "CLUSTER_N", "true", NULL}, 4},
+    {"gemm_ws bf16 cluster 2 along n 256x128 A^T", WS, false, "bf16", "bf16", 776, 392, 200, true, false,
+     {"CLUSTER", "2", "CLUSTER_N", "true", "BLOCK_M", "256", "BLOCK_N", "128", "STAGES", "4", NULL}, 2},
+    {"gemm_ws bf16 cluster 2 along n 256x128 2176x2304x256 on all SMs", WS, false, "bf16", "bf16", 2176, 2304, 256,
+     false, true, {"CLUSTER", "2", "CLUSTER_N", "true", "BLOCK_M", "256", "BLOCK_N", "128", "STAGES", "4", NULL}, 0},
     /* the fused epilogue: act(A @ B + bias), each activation */
     {"gemm_ws_bias_act gelu (tanh)", WSB, true, "bf16", "bf16", 264, 520, 200, false, false, {NULL}, 3},
     {"gemm_ws_bias_act none f32 out", WSB, false, "bf16", "f32", 200, 392, 136, false, true,

@@ -35,6 +35,17 @@ static double rel_err(const DBuf *b, const double *want, size_t n) {
   return r > 0 ? e / r : e;
 }
 
+/* ||x - want||_2 / ||want||_2 (NaN anywhere: infinite) */
+static double rel_err_l2(const DBuf *b, const double *want, size_t n) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = dbuf_get(b, i);
+    if (isnan(x)) return INFINITY;
+    e += (x - want[i]) * (x - want[i]), r += want[i] * want[i];
+  }
+  return r > 0 ? sqrt(e / r) : sqrt(e);
+}
+
 static tile_tensor matrix(const DBuf *b, int64_t rows, int64_t cols) {
   return (tile_tensor){b->dev, 2, {rows, cols}, {cols, 1}};
 }
@@ -443,8 +454,7 @@ static bool run_mlp_fp8(Gpu *g, uint64_t seed) {
         want_y[(size_t)i * dm + j] = s * dbuf_get(&b[HS], i) * dbuf_get(&b[DS], j) + dbuf_get(&b[RES], (size_t)i * dm + j);
       }
     double eh = rel_err(&b[H], want_h, th), ey = rel_err(&b[Y], want_y, tx);
-    if (!(eh <= MLP_TOL)) printf("  h: relative error %.3g\n", eh);
-    if (!(ey <= MLP_TOL)) printf("  y: relative error %.3g\n", ey);
+    printf("  relative errors (max norm, limit %g): h %.3g, y %.3g\n", MLP_TOL, eh, ey);
     ok = eh <= MLP_TOL && ey <= MLP_TOL;
     free(want_h), free(want_y);
   }
@@ -482,6 +492,9 @@ static bool run_mlp_fp8(Gpu *g, uint64_t seed) {
  * output to bf16 where the kernels store them, and routes on the host
  * (softmax, top-k, renormalized: random logits have no ties). */
 #define MOE_FP8_BLOCK 128
+/* an e4m3 step is 1/8 of a value: one moved element of h changes each
+ * output by less than 1/8 of one term of its sum */
+#define MOE_FP8_ELEMENT_TOL 5e-2
 static void quantize_blocks_ref(const double *row, int n, double *deq) {
   for (int b0 = 0; b0 < n; b0 += MOE_FP8_BLOCK) {
     int b1 = b0 + MOE_FP8_BLOCK < n ? b0 + MOE_FP8_BLOCK : n;
@@ -568,9 +581,19 @@ static bool run_moe_fp8(Gpu *g, uint64_t seed, int E, int K, int tokens, int dm,
         for (int c = 0; c < dm; c++) want[(size_t)t * dm + c] += prob[e] / chosen * num_round_float(o[c], SK_BF16);
       }
     }
-    double err = ok ? rel_err(&b[Y], want, sizes[Y]) : NAN;
+    /* The emulated quantization matches the kernels' up to the last bits
+     * of the f32 sums: where those move a hidden value across a bf16 or
+     * e4m3 rounding boundary (or move a block's largest magnitude, and
+     * with it the block's scale), single outputs move by up to a step of
+     * e4m3. So the whole y is checked in the 2-norm at MLP_TOL, and each
+     * element in the max norm at MOE_FP8_ELEMENT_TOL. */
+    double err = ok ? rel_err(&b[Y], want, sizes[Y]) : NAN, err2 = ok ? rel_err_l2(&b[Y], want, sizes[Y]) : NAN;
     if (!ok) printf("  host reference: out of memory\n");
-    else if (!(err <= MLP_TOL)) printf("  y: relative error %.3g\n", err), ok = false;
+    else {
+      printf("  y: relative error %.3g in the 2-norm (limit %g), %.3g in the max norm (limit %g)\n", err2, MLP_TOL, err,
+             MOE_FP8_ELEMENT_TOL);
+      ok = err2 <= MLP_TOL && err <= MOE_FP8_ELEMENT_TOL;
+    }
     free(want), free(row), free(o), free(hrow);
   }
   tile_mem_free(g->rt, ws);

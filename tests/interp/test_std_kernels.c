@@ -176,14 +176,20 @@ static double tmat_get(const TMat *t, int r, int c) { return hbuf_get(&t->b, (si
 
 /* C = scale * A @ B from matrices stored as the kernels take them, on a
  * grid of one program per tile or (programs > 0, the persistent gemm_ws)
- * that many programs; cluster (gemm_ws's CLUSTER) NULL for the default. */
+ * that many programs; cluster (gemm_ws's CLUSTER: "2", or "2n" along n)
+ * NULL for the default. */
 static void check_tma_gemm_on(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
                               bool b_trans, double scale_a, double scale_b, double tol, uint64_t seed, int64_t programs,
                               const char *cluster) {
   bool fp8 = strstr(file, "fp8") != NULL;
-  const char *defs[12] = {"T", type, "TC", out};
+  const char *defs[14] = {"T", type, "TC", out};
   int nd = 4;
-  if (cluster) defs[nd++] = "CLUSTER", defs[nd++] = cluster;
+  char csize[8] = "";
+  if (cluster) { /* "2": CLUSTER 2 (along m); "2n": along n (CLUSTER_N) */
+    snprintf(csize, sizeof csize, "%d", atoi(cluster));
+    defs[nd++] = "CLUSTER", defs[nd++] = csize;
+    if (strchr(cluster, 'n')) defs[nd++] = "CLUSTER_N", defs[nd++] = "true";
+  }
   if (!fp8) {
     defs[nd++] = "A_TRANS", defs[nd++] = a_trans ? "true" : "false";
     defs[nd++] = "B_TRANS", defs[nd++] = b_trans ? "true" : "false";
@@ -262,13 +268,16 @@ static void check_streamk(int m, int n, int k, int64_t programs, uint64_t seed) 
 
 /* 9 tiles of 128 x 256, 4 k-steps: on 4 programs 4 whole tiles and 5
  * cut into segments across programs; on 2 the tail is 3 tiles; on 9 and
- * 1 there is no tail (all stream-K, all whole tiles); on 7 and 16
- * segments of 1 k-step and programs with nothing to do. */
+ * 1 there is no tail (all stream-K, all whole tiles); on 7 segments of
+ * 5 and 6 k-steps; on 40, more programs than the 36 k-steps (segments of
+ * one k-step, 4 programs with nothing to do); on 16, 4 tiles of one
+ * k-step each (whole tiles only). */
 Test(std_gemm_streamk, tail_over_4_programs) { check_streamk(300, 520, 200, 4, 61); }
 Test(std_gemm_streamk, tail_over_2_programs) { check_streamk(300, 520, 200, 2, 62); }
 Test(std_gemm_streamk, all_streamed) { check_streamk(300, 520, 200, 9, 63); }
 Test(std_gemm_streamk, one_program) { check_streamk(300, 520, 200, 1, 64); }
 Test(std_gemm_streamk, seven_programs) { check_streamk(300, 520, 200, 7, 65); }
+Test(std_gemm_streamk, more_programs_than_k_steps) { check_streamk(300, 520, 200, 40, 67); }
 Test(std_gemm_streamk, more_programs_than_units) { check_streamk(130, 260, 64, 16, 66); }
 
 static void check_tma_gemm(const char *file, const char *type, const char *out, int m, int n, int k, bool a_trans,
@@ -314,6 +323,15 @@ Test(std_gemm_ws, bf16_cluster_2_one_cluster_odd_tile_rows) {
 }
 Test(std_gemm_ws, f16_cluster_2_transposed_more_clusters_than_pairs) {
   check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 41, 6, "2");
+}
+/* clusters of 2 along n (A's copies multicast on the GPU): one cluster
+ * walking 3 tile columns (the last pair half past n), and more clusters
+ * than pairs */
+Test(std_gemm_ws, bf16_cluster_2_along_n_one_cluster_odd_tile_columns) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "bf16", "bf16", 264, 776, 72, false, false, 1, 1, BF16_TOL, 42, 2, "2n");
+}
+Test(std_gemm_ws, f16_cluster_2_along_n_transposed_more_clusters_than_pairs) {
+  check_tma_gemm_on("lang/std/gemm_ws.tile", "f16", "f32", 136, 264, 40, true, true, 1, 1, BF16_TOL, 43, 6, "2n");
 }
 
 /* gemm_ws_bias_act: act(A @ B + bias) against float64 */
