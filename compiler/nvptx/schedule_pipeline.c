@@ -207,20 +207,38 @@ static bool other_uses(const Block *b, const Value *v, const Op *user) {
   return false;
 }
 
-/* D = 1 for a single dot whose accumulator only chains through the loop,
- * when the ring has min_stages slots or more (without producer warps, one
- * slot is read, D are in flight and at least one is being filled). */
+/* Dots directly in the body, on any engine but FMA, counted past the
+ * PIPE_MAX_DOTS that the pipeline considers. */
+static int body_dots(const Pipe *p) {
+  int n = 0;
+  for (const Op *op = p->body->first; op; op = op->next)
+    n += op->kind == OP_DOT && dot_engine(op, p->s->num_warps) != DOT_FMA;
+  return n;
+}
+
+/* D = 1 when every dot of the body is a wgmma whose accumulator only
+ * chains through the loop (a GEMM, or products side by side such as the
+ * gate and up projections over one x tile), when the ring has min_stages
+ * slots or more (without producer warps, one slot is read, D are in
+ * flight and at least one is being filled). Each dot is one wgmma group,
+ * so an iteration leaves ndots groups in flight. */
 static int pick_overlap(const Pipe *p, int min_stages) {
-  if (p->ndots != 1 || !p->wgmma[0] || p->N < min_stages) return 0;
-  const Op *dot = p->dots[0];
-  const Value *acc = dot->operands[2];
-  if (acc->def || acc->owner != p->body || acc == p->iv) return 0;
-  uint32_t k = acc->index - 1; /* iter index */
+  if (p->ndots < 1 || p->N < min_stages || body_dots(p) != p->ndots) return 0;
   const Op *y = p->body->last;
-  if (!y || y->kind != OP_YIELD || y->operands[k] != &dot->results[0]) return 0;
-  /* no other use of the accumulator or the dot's result in the body,
-   * nested regions included */
-  return other_uses(p->body, acc, dot) || other_uses(p->body, &dot->results[0], y) ? 0 : 1;
+  if (!y || y->kind != OP_YIELD) return 0;
+  for (int i = 0; i < p->ndots; i++) {
+    const Op *dot = p->dots[i];
+    const Value *acc = dot->operands[2];
+    if (!p->wgmma[i] || acc->def || acc->owner != p->body || acc == p->iv) return 0;
+    for (int j = 0; j < i; j++)
+      if (p->dots[j]->operands[2] == acc) return 0; /* one accumulator each */
+    uint32_t k = acc->index - 1; /* iter index */
+    if (k >= y->noperands || y->operands[k] != &dot->results[0]) return 0;
+    /* no other use of the accumulator or the dot's result in the body,
+     * nested regions included */
+    if (other_uses(p->body, acc, dot) || other_uses(p->body, &dot->results[0], y)) return 0;
+  }
+  return 1;
 }
 
 /* ---- building ---- */
@@ -380,13 +398,15 @@ static void release(Pipe *p, IrBuilder *b, Value *stage) {
 /* With D = 1 the loop's result is still being computed: a full wait
  * after the loop, which every later use reads instead. */
 static void wait_for_loop_result(Pipe *p, IrBuilder *post) {
-  const Value *acc = p->dots[0]->operands[2];
-  Value *res = &p->loop->results[acc->index - 1];
-  Op *w = irb_op(post, OP_WGMMA_WAIT, 1, (Value *[]){res}, &res->type);
-  res->repl = &w->results[0];
-  ir_apply_replacements(p->s->f);
-  res->repl = NULL;
-  w->operands[0] = res;
+  for (int i = 0; i < p->ndots; i++) {
+    const Value *acc = p->dots[i]->operands[2];
+    Value *res = &p->loop->results[acc->index - 1];
+    Op *w = irb_op(post, OP_WGMMA_WAIT, 1, (Value *[]){res}, &res->type);
+    res->repl = &w->results[0];
+    ir_apply_replacements(p->s->f);
+    res->repl = NULL;
+    w->operands[0] = res;
+  }
 }
 
 /* The loads become reads of the stage; a wgmma dot then takes the read's
@@ -404,9 +424,13 @@ static Op *read_stage_and_compute(Pipe *p, IrBuilder *top, Value *st) {
   }
   ir_apply_replacements(s->f);
   for (int i = 0; i < p->nloads; i++) ir_unlink(p->loads[i].op);
+  /* with D = 1 the wait after dot i leaves this iteration's groups 0..i
+   * in flight; defer_waits then moves it below the later dots (one more
+   * pending group each), so every wait of the iteration ends up leaving
+   * its ndots groups in flight and the last iteration's are complete */
   Op *last_wait = NULL;
   for (int i = 0; i < p->ndots && !s->failed; i++)
-    if (p->wgmma[i]) last_wait = sched_wgmma_dot(s, p->dots[i], p->D);
+    if (p->wgmma[i]) last_wait = sched_wgmma_dot(s, p->dots[i], p->D ? i + 1 : 0);
   return last_wait;
 }
 

@@ -958,10 +958,13 @@ Test(codegen, softmax_arithmetic_is_one_instruction_per_element) {
 }
 
 /* Deferred wgmma waits: in the fused gate/up GEMM the two products of an
- * iteration are issued back to back (the first one's wait lets the second
- * stay pending); in the software-pipelined attention loop P is carried as
- * the register A operand (no shared-memory staging in the loop), the QK^T
- * wait lets the P.V product run on, and ptxas reports no wgmma note. */
+ * iteration are issued back to back and stay in flight over the next
+ * iteration's (both accumulators only chain through the loop: D = 1), so
+ * the loop waits for all but 2 groups (the last iteration's two) before
+ * it hands their stage back; in the software-pipelined attention loop P
+ * is carried as the register A operand (no shared-memory staging in the
+ * loop), the QK^T wait lets the P.V product run on, and ptxas reports no
+ * wgmma note. */
 Test(codegen, wgmma_waits_are_deferred_to_the_first_use) {
   const char *const mlp[] = {"ACT", "0", NULL};
   tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_gate_up", mlp);
@@ -969,8 +972,9 @@ Test(codegen, wgmma_waits_are_deferred_to_the_first_use) {
   char *ptx = tc_emit(c, TC_EMIT_PTX);
   const char *c1 = strstr(ptx, "wgmma.commit_group"), *c2 = c1 ? strstr(c1 + 1, "wgmma.commit_group") : NULL;
   const char *w1 = c1 ? strstr(c1, "wgmma.wait_group.sync.aligned") : NULL;
-  cr_expect(c2 && w1 && c2 < w1 && !strncmp(w1, "wgmma.wait_group.sync.aligned 1;", 32),
-            "commit, commit, then wait 1:\n%s", ptx);
+  const char *rel = w1 ? strstr(w1, "mbarrier.arrive") : NULL;
+  cr_expect(c2 && w1 && c2 < w1 && !strncmp(w1, "wgmma.wait_group.sync.aligned 2;", 32) && rel,
+            "commit, commit, then wait 2 and the release:\n%s", ptx);
   free(ptx);
   tc_free(c);
 
