@@ -7,7 +7,7 @@
  *                                                      IEEE; x+0.0 is not,
  *                                                      -0.0+0.0 = +0.0)
  *   x&x x|x max(x,x) min(x,x)              -> x
- *   x-x x^x                                -> 0       (integers)
+ *   x-x x^x x%1                            -> 0       (integers)
  *   cmp x,x                                -> true/false (integers)
  *   neg(neg x) not(not x)                  -> x
  *   cast/bitcast/broadcast/reshape to the operand's own type, identity
@@ -127,11 +127,16 @@ static bool swap_commutative(Op *op) {
   return true;
 }
 
-/* The constant an integer op of a value with itself gives (x-x, x^x,
- * x cmp x); false when op is not one of those. */
+/* The constant an integer op gives whatever its operand's value: of a
+ * value with itself (x-x, x^x, x cmp x), or x%1; false when op is not
+ * one of those. */
 static bool self_result(const Op *op, Slot *out) {
-  if (op->noperands != 2 || op->operands[0] != op->operands[1] || !is_int(op->operands[0]))
-    return false;
+  if (op->noperands != 2 || !is_int(op->operands[0])) return false;
+  if (op->kind == OP_REM && const_int_is(op->operands[1], 1)) {
+    *out = fold_slot_int(0);
+    return true;
+  }
+  if (op->operands[0] != op->operands[1]) return false;
   switch (op->kind) {
   case OP_SUB:
   case OP_XOR:

@@ -654,7 +654,7 @@ Test(canon, expand_dims_reshape_chain_becomes_one_reshape) {
   ctx_free(&c);
 }
 
-Test(canon, self_comparisons_of_ints_only) {
+Test(canon, self_comparisons_of_ints_only_and_rem_by_one) {
   TType types[3] = {sc(SK_I32), sc(SK_F32), type_ptr(SK_I1)};
   Ctx c;
   ctx_init(&c, 3, types);
@@ -664,6 +664,9 @@ Test(canon, self_comparisons_of_ints_only) {
   Value *ge = op2(&c, c.b, OP_CMP_GE, sc(SK_I1), i, i);
   Value *feq = op2(&c, c.b, OP_CMP_EQ, sc(SK_I1), f, f); /* false for NaN: kept */
   Value *d = op2(&c, c.b, OP_SUB, sc(SK_I32), i, i);
+  Value *r1 = op2(&c, c.b, OP_REM, sc(SK_I32), i, cint(&c, c.b, sc(SK_I32), 1));
+  Value *r2 = op2(&c, c.b, OP_REM, sc(SK_I32), i, cint(&c, c.b, sc(SK_I32), 2)); /* kept */
+  store(&c, c.b, param(&c, 2), op2(&c, c.b, OP_CMP_EQ, sc(SK_I1), r1, r2));
   Value *vals[] = {eq, lt, ge, feq};
   for (int k = 0; k < 4; k++) store(&c, c.b, param(&c, 2), vals[k]);
   store(&c, c.b, param(&c, 2), op2(&c, c.b, OP_CMP_EQ, sc(SK_I1), d, cint(&c, c.b, sc(SK_I32), 0)));
@@ -674,6 +677,8 @@ Test(canon, self_comparisons_of_ints_only) {
   cr_assert_eq(const_ival(ge), 1);
   cr_assert_eq(feq->def->kind, OP_CMP_EQ);
   cr_assert_eq(const_ival(d), 0);
+  cr_assert_eq(const_ival(r1), 0, "x % 1 is 0");
+  cr_assert_eq(r2->def->kind, OP_REM);
   ctx_free(&c);
 }
 
