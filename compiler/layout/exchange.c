@@ -130,6 +130,12 @@ int smem_load_wavefronts(const Layout *l, const SmemLayout *sl, bool ldsm) {
   return smem_store_wavefronts(l, sl);
 }
 
+bool smem_stmatrix(const Layout *l, const SmemLayout *sl, SmemLdsm *out) {
+  if (!smem_ldmatrix(l, sl, out)) return false;
+  if (out->regs <= smem_vector_elems(l, sl)) return false;
+  return smem_load_wavefronts(l, sl, true) <= smem_store_wavefronts(l, sl);
+}
+
 /* Whether some register constant of the address shares a bit with the
  * thread part (then the two are XORed, not added: no immediate offsets). */
 static bool offsets_overlap(const Layout *l, const SmemLayout *sl, int vec) {

@@ -66,6 +66,13 @@ int smem_vector_elems(const Layout *l, const SmemLayout *sl);
  * every other basis on multiples of 16. */
 bool smem_ldmatrix(const Layout *l, const SmemLayout *sl, SmemLdsm *out);
 
+/* Whether stmatrix (the store form of ldmatrix: same matrices, same
+ * register pairs, same row addresses) writes layout l into sl better than
+ * st.shared: the ldmatrix form exists, moves more registers per
+ * instruction than the widest st.shared does, and takes no more
+ * wavefronts. */
+bool smem_stmatrix(const Layout *l, const SmemLayout *sl, SmemLdsm *out);
+
 /* Wavefronts of one warp (warp 0) writing or reading the whole tile: the
  * number of accesses times the wavefronts of one (by linearity every
  * access of the tile conflicts alike). Loads use ldmatrix where it

@@ -141,6 +141,42 @@ static LLVMValueRef thread_select(Lower *L, const Layout *l, const Part *pt, boo
   return acc;
 }
 
+/* stmatrix, when smem_stmatrix chooses it: the registers of instruction
+ * g are g * f.regs and on, two to a 32-bit operand (low half first), as
+ * ldmatrix delivers them. With a part, every instruction's registers must
+ * lie in one part (no matrix basis selects), and instructions outside the
+ * part are skipped; a part chosen by lane or warp bits (`varies`) keeps
+ * st.shared, since stmatrix is executed by the whole warp. */
+static bool write_stmatrix(Lower *L, const LBuf *b, const LTile *t, ScalarKind k, const Layout *l, const Part *pt) {
+  SmemLdsm f;
+  if (scalar_bits(k) != 16 || !smem_stmatrix(l, &b->layout, &f)) return false;
+  int m = f.matrices;
+  if (pt)
+    for (int i = 0; i < t->layout->nreg && (1 << i) < f.regs; i++)
+      if (t->layout->reg[i] & pt->select) return false;
+  ThreadOffset to = thread_offset(L, &f.addr, &b->layout, b->here);
+  static const char *const operands[SMEM_LDSM_MAX_MATRICES + 1] = {"", "$1", "$1, $2", "", "$1, $2, $3, $4"};
+  char text[128];
+  snprintf(text, sizeof text, "stmatrix.sync.aligned.m8n8.x%d%s.shared.b16 [$0], {%s};", m,
+           f.kind == SMEM_LDSM_TRANS ? ".trans" : "", operands[m]);
+  static const char *const constraints[SMEM_LDSM_MAX_MATRICES + 1] = {
+      "", "r,r,~{memory}", "r,r,r,~{memory}", "", "r,r,r,r,r,~{memory}"};
+  LLVMTypeRef pair = LLVMVectorType(llvm_mem_type(L, k), 2);
+  for (int g = 0; g * f.regs < t->nregs; g++) {
+    int r = g * f.regs;
+    if (pt && (layout_apply(t->layout, (uint32_t)r, 0, 0) & pt->select) != pt->want) continue;
+    LLVMValueRef args[SMEM_LDSM_MAX_MATRICES + 1];
+    args[0] = smem_addr32(L, reg_ptr(L, b, &f.addr, to, g));
+    for (int j = 0; j < m; j++) {
+      LLVMValueRef v = LLVMGetUndef(pair);
+      for (int h = 0; h < 2; h++) v = LLVMBuildInsertElement(L->b, v, t->regs[r + 2 * j + h], const_i32(L, h), "");
+      args[1 + j] = LLVMBuildBitCast(L->b, v, L->t_i32, "");
+    }
+    mark_convergent(L, llvm_asm(L, text, constraints[m], L->t_void, args, 1 + m, true));
+  }
+  return true;
+}
+
 /* Writes t into b; with `pt`, only the part it selects. */
 static void write_tile_part(Lower *L, const LBuf *b, const LTile *t, ScalarKind k, const Part *pt) {
   int eb = scalar_bytes(k);
@@ -153,6 +189,7 @@ static void write_tile_part(Lower *L, const LBuf *b, const LTile *t, ScalarKind 
     l = &part;
     tsel = thread_select(L, t->layout, pt, &varies);
   }
+  if (!varies && write_stmatrix(L, b, t, k, l, pt)) return;
   ThreadOffset to = thread_offset(L, l, &b->layout, b->here);
   int v = smem_vector_elems(l, &b->layout);
   LLVMTypeRef et = llvm_mem_type(L, k);

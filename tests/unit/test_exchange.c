@@ -119,6 +119,34 @@ Test(exchange, ldmatrix_with_fewer_matrices) {
   expect_ldmatrix_delivers(&b, &sl, &f);
 }
 
+Test(exchange, stmatrix_for_wgmma_accumulators) {
+  /* the epilogue of a 128 x 64 bf16 piece of a GEMM tile (two warpgroups
+   * of wgmma m64n64), into a 128-byte swizzled tile: four matrices per
+   * instruction against 2-element (4-byte) st.shared, no more wavefronts */
+  WgmmaShape s;
+  cr_assert(wgmma_shape(128, 64, 16, 8, &s));
+  Layout acc = layout_wgmma_acc(&s);
+  int32_t shape[2] = {128, 64};
+  SmemLayout sw;
+  cr_assert(smem_layout(2, shape, 2, 128, &sw));
+  cr_expect_eq(smem_vector_elems(&acc, &sw), 2);
+  SmemLdsm f;
+  cr_assert(smem_stmatrix(&acc, &sw, &f));
+  cr_expect_eq(f.kind, SMEM_LDSM_PLAIN);
+  cr_expect_eq(f.matrices, 4);
+  /* stmatrix writes register (g, j, h) of a lane where ldmatrix would
+   * read it from: the same check */
+  expect_ldmatrix_delivers(&acc, &sw, &f);
+  cr_expect_leq(smem_load_wavefronts(&acc, &sw, true), smem_store_wavefronts(&acc, &sw));
+  /* 8 elements a thread in a row: one 16-byte st.shared moves as much */
+  Layout l8 = layout_default(2, shape, 8, 8);
+  cr_expect(!smem_stmatrix(&l8, &sw, &f));
+  /* 32-bit elements: never */
+  SmemLayout f32;
+  cr_assert(smem_layout(2, shape, 4, 128, &f32));
+  cr_expect(!smem_stmatrix(&acc, &f32, &f));
+}
+
 Test(exchange, wavefronts_count_bank_conflicts) {
   /* f32 [32, 32] row-major; a layout with lanes along rows (column 0 of
    * every row in one access) hits one bank 32 times */
