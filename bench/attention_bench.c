@@ -111,12 +111,33 @@ static double agreement(Gpu *g, uint64_t a, uint64_t b, size_t n) {
   return err;
 }
 
+static void shape_label(const AttnShape *s, char *out, size_t size) {
+  snprintf(out, size, "d%d %dk %s", s->dim, s->seqlen / 1024, s->causal ? "causal" : "full");
+}
+
+/* Whether one of the '|'-separated texts of `list` occurs in the label. */
+static bool shape_chosen(const AttnShape *s, const char *list) {
+  char label[64], text[64];
+  shape_label(s, label, sizeof label);
+  for (const char *at = list; *at;) {
+    size_t len = strcspn(at, "|");
+    if (len > 0 && len < sizeof text) {
+      memcpy(text, at, len);
+      text[len] = 0;
+      if (strstr(label, text)) return true;
+    }
+    at += len;
+    at += *at == '|';
+  }
+  return false;
+}
+
 static void bench_shape(Gpu *g, const AttnShape *s) {
   int batch = ATTN_TOKENS / s->seqlen, heads = ATTN_HIDDEN / s->dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN;
   char dim[8], name[ATTN_NAME_BYTES], what[64];
   snprintf(dim, sizeof dim, "%d", s->dim);
-  snprintf(what, sizeof what, "d%d %dk %s", s->dim, s->seqlen / 1024, s->causal ? "causal" : "full");
+  shape_label(s, what, sizeof what);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", NULL};
   Variant fwd, ws;
   /* flash_attention.tile has no d256 */
@@ -516,7 +537,10 @@ void bench_attention(Gpu *g) {
     bwd_sweep(g, sweep);
     return;
   }
-  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) bench_shape(g, &shapes[i]);
+  const char *only = getenv("TILE_BENCH_ATTN_ONLY");
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    if (!only || !*only || shape_chosen(&shapes[i], only)) bench_shape(g, &shapes[i]);
+  if (only && *only) return;
   const char *pers = getenv("TILE_BENCH_ATTN_PERSISTENT");
   if (pers && *pers) return; /* the forward experiment only */
   bench_backward(g, false, NULL);
