@@ -762,6 +762,7 @@ bool lower_func(const GpuKernel *k, LLVMContextRef ctx, Diags *diags, const GpuO
   ptrmap_init(&L.uses, &L.arena);
   ptrmap_init(&L.bufs, &L.arena);
   ptrmap_init(&L.trackers, &L.arena);
+  ptrmap_init(&L.deferred_waits, &L.arena);
   count_uses(&L, &f->body);
   L.axes = k->axes;
   L.layouts = k->layouts;

@@ -482,16 +482,118 @@ static LTile *lower_relabel(Lower *L, const Op *op, const Layout *l) {
 
 /* ---- elementwise ---- */
 
+/* A dot's accumulator scaled by a factor per row, `dot(a, b, acc *
+ * alpha[:, None])` (online softmax's rescale): skipped, per thread, when
+ * all of the thread's factors are exactly 1, which an online softmax that
+ * raises its reference maximum only in steps (flash_attention_ws.tile)
+ * makes the common case. Exact: x * 1.0 is x for every x (a NaN keeps its
+ * payload instead of becoming the canonical NaN). Worth a compare and a
+ * branch when each distinct factor scales at least SCALE_SKIP_MIN_REGS
+ * registers. */
+#define SCALE_SKIP_MIN_REGS 8
+#define SCALE_SKIP_MAX_FACTORS 16
+
+/* Uses of `v` as the accumulator of a dot among the ops after `op` in its
+ * block. */
+static int dot_accumulator_uses(const Op *op, const Value *v) {
+  int n = 0;
+  for (const Op *o = op->next; o; o = o->next)
+    n += (o->kind == OP_DOT || o->kind == OP_WGMMA) && o->noperands > 2 && o->operands[2] == v;
+  return n;
+}
+
+bool is_skippable_rescale(Lower *L, const Op *op, bool *only_dots) {
+  const Value *f = op->noperands == 2 ? op->operands[1] : NULL;
+  if (op->kind != OP_MUL || op->operands[0]->type.kind != SK_F32 || op->operands[0]->type.rank != 2 || !f ||
+      f->type.rank != 2 || !f->def || f->def->kind != OP_BROADCAST)
+    return false;
+  int n = dot_accumulator_uses(op, &op->results[0]);
+  *only_dots = n > 0 && n == use_count(L, &op->results[0]);
+  return n > 0;
+}
+
+/* The distinct registers of a broadcast operand, or 0 if there are too many. */
+static int distinct_regs(const LTile *t, LLVMValueRef *out) {
+  int n = 0;
+  for (int r = 0; r < t->nregs; r++) {
+    bool seen = false;
+    for (int i = 0; i < n && !seen; i++) seen = out[i] == t->regs[r];
+    if (seen) continue;
+    if (n == SCALE_SKIP_MAX_FACTORS) return 0;
+    out[n++] = t->regs[r];
+  }
+  return n;
+}
+
+/* x * f; with `wait`, x may still be in flight and the wait goes on the
+ * path that multiplies. NULL if skipping is not worth it (and then the
+ * wait has not been emitted). */
+static LTile *lower_skippable_scale(Lower *L, const Layout *l, LTile *x, LTile *f, const Op *wait) {
+  LLVMValueRef fs[SCALE_SKIP_MAX_FACTORS];
+  int n = distinct_regs(f, fs);
+  if (!n || n * SCALE_SKIP_MIN_REGS > x->nregs) return NULL;
+  LLVMTypeRef ft = LLVMTypeOf(fs[0]);
+  LLVMValueRef any = NULL;
+  for (int i = 0; i < n; i++) {
+    /* unordered: a NaN factor multiplies */
+    LLVMValueRef c = LLVMBuildFCmp(L->b, LLVMRealUNE, fs[i], LLVMConstReal(ft, 1.0), "");
+    any = any ? LLVMBuildOr(L->b, any, c, "") : c;
+  }
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(L->b), mul = new_block(L, "scale"), join = new_block(L, "scale.end");
+  LLVMBuildCondBr(L->b, any, mul, join);
+  LLVMPositionBuilderAtEnd(L->b, mul);
+  LTile *t = lt_new(L, l), *xw = x;
+  if (wait) {
+    xw = lt_new(L, x->layout);
+    memcpy(xw->regs, x->regs, sizeof(LLVMValueRef) * (size_t)x->nregs);
+    emit_wgmma_wait(L, wait, xw);
+  }
+  for (int r = 0; r < t->nregs; r++) t->regs[r] = LLVMBuildFMul(L->b, xw->regs[r], f->regs[r], "");
+  mul = LLVMGetInsertBlock(L->b);
+  LLVMBuildBr(L->b, join);
+  LLVMPositionBuilderAtEnd(L->b, join);
+  for (int r = 0; r < t->nregs; r++) {
+    LLVMValueRef phi = LLVMBuildPhi(L->b, ft, "");
+    LLVMValueRef vals[2] = {x->regs[r], t->regs[r]};
+    LLVMBasicBlockRef blocks[2] = {from, mul};
+    LLVMAddIncoming(phi, vals, blocks, 2);
+    t->regs[r] = phi;
+  }
+  return t;
+}
+
 static LTile *lower_elementwise(Lower *L, const Op *op, const Layout *l) {
   LTile *in[3] = {NULL, NULL, NULL};
+  /* an accumulator whose wait lower_wgmma_wait left to this op: in
+   * another layout it is waited for before it is converted */
+  const Op *wait = op->noperands ? ptrmap_get(&L->deferred_waits, op->operands[0]) : NULL;
+  if (wait) {
+    LTile *fx = get_fixed(L, op->operands[0]);
+    if (!fx) return NULL;
+    if (!layout_equal(fx->layout, l)) {
+      emit_wgmma_wait(L, wait, fx);
+      wait = NULL;
+    }
+  }
   for (uint32_t i = 0; i < op->noperands; i++) {
     const Value *v = op->operands[i];
     in[i] = v->type.rank ? get_tile(L, v, l) : get_fixed(L, v);
     if (!in[i]) return NULL;
   }
-  LTile *t = lt_new(L, l);
   ScalarKind k = (ScalarKind)op->operands[0]->type.kind;
   ScalarKind rk = (ScalarKind)op->results[0].type.kind;
+  bool only_dots = false;
+  if (is_skippable_rescale(L, op, &only_dots) && in[0]->nregs == in[1]->nregs) {
+    LTile *t = lower_skippable_scale(L, l, in[0], in[1], wait);
+    if (t) return t;
+  }
+  if (wait) { /* not skipped after all: wait here */
+    LTile *w = lt_new(L, in[0]->layout);
+    memcpy(w->regs, in[0]->regs, sizeof(LLVMValueRef) * (size_t)w->nregs);
+    emit_wgmma_wait(L, wait, w);
+    in[0] = w;
+  }
+  LTile *t = lt_new(L, l);
   for (int r = 0; r < t->nregs; r++) {
     LLVMValueRef a[3];
     for (uint32_t i = 0; i < op->noperands; i++) a[i] = in[i]->regs[in[i]->nregs == 1 ? 0 : r];

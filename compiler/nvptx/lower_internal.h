@@ -92,6 +92,7 @@ typedef struct Lower {
   int nthreads, capthreads;
   PtrMap bufs;      /* Value* (smem) -> LBuf* */
   PtrMap trackers;  /* mbar_alloc Op* -> alloca i32: phases waited for, a bit per barrier */
+  PtrMap deferred_waits; /* wgmma_wait result Value* -> its Op*, emitted by its use (lower_elem.c) */
   bool mbar_inits;  /* barriers initialized and not yet made visible */
   bool failed;
   /* LLVM types */
@@ -197,9 +198,19 @@ void lower_fence(Lower *L);
 /* 32-bit shared address of a buffer pointer (for PTX operands). */
 LLVMValueRef smem_addr32(Lower *L, LLVMValueRef ptr);
 
+/* ---- lower_elem.c ---- */
+/* Whether `op` (an elementwise op) is a dot accumulator's rescale that
+ * lower_elementwise may skip, and whether every use of its result is such
+ * an accumulator in the ops after it (then its operand may still be in
+ * flight where the rescale is skipped). */
+bool is_skippable_rescale(Lower *L, const Op *op, bool *only_dots);
+
 /* ---- lower_wgmma.c ---- */
 LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l);
 void lower_wgmma_wait(Lower *L, const Op *op);
+/* The wait of a wgmma_wait op on the registers of `t` (its one operand's
+ * tile), in place: for a wait whose emission its use took over. */
+void emit_wgmma_wait(Lower *L, const Op *op, LTile *t);
 void tie_through(Lower *L, const char *text, LLVMValueRef *regs, int n);
 /* Passes registers through an empty asm, so that LLVM cannot see (and
  * rematerialize) their values: an accumulator set to zeros before a loop

@@ -254,7 +254,34 @@ void opaque_regs(Lower *L, LLVMValueRef *regs, int n) {
   for (int r = 0; r < n; r += WAIT_MAX_REGS) tie_through(L, "", regs + r, n - r < WAIT_MAX_REGS ? n - r : WAIT_MAX_REGS);
 }
 
+void emit_wgmma_wait(Lower *L, const Op *op, LTile *t) {
+  char text[64];
+  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)op->attr[0]);
+  for (int r = 0; r < t->nregs; r += WAIT_MAX_REGS)
+    tie_through(L, r ? "" : text, t->regs + r, t->nregs - r < WAIT_MAX_REGS ? t->nregs - r : WAIT_MAX_REGS);
+}
+
+/* A wait whose one result is used only by the next op, a rescale of a dot
+ * accumulator that only dots use: the rescale emits the wait on the path
+ * that multiplies, and where every factor is 1 the accumulator goes on to
+ * the next product still in flight (chained wgmma need no wait). */
+static bool defer_to_rescale(Lower *L, const Op *op) {
+  bool only_dots = false;
+  return op->noperands == 1 && use_count(L, &op->results[0]) == 1 && op->next &&
+         op->next->noperands > 0 && op->next->operands[0] == &op->results[0] &&
+         is_skippable_rescale(L, op->next, &only_dots) && only_dots;
+}
+
 void lower_wgmma_wait(Lower *L, const Op *op) {
+  if (defer_to_rescale(L, op)) {
+    LTile *in = get_fixed(L, op->operands[0]);
+    if (!in) return;
+    LTile *t = lt_new(L, in->layout);
+    memcpy(t->regs, in->regs, sizeof(LLVMValueRef) * (size_t)t->nregs);
+    set_tile(L, &op->results[0], t);
+    ptrmap_put(&L->deferred_waits, &op->results[0], (void *)op);
+    return;
+  }
   char text[64];
   snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)op->attr[0]);
   bool waited = false;

@@ -957,6 +957,33 @@ Test(codegen, softmax_arithmetic_is_one_instruction_per_element) {
   free(ptx);
 }
 
+/* A dot's accumulator scaled per row (online softmax's rescale) is
+ * multiplied only when one of the thread's factors is not exactly 1: one
+ * compare per distinct factor and a branch around the multiplies. The same
+ * product that does not feed a dot multiplies unconditionally. */
+Test(codegen, accumulator_rescale_by_ones_is_skipped) {
+  static const char *const fmt = "kernel k(a: *bf16, b: *bf16, f: *f32, o: *f32) {\n"
+                                 "  let i = arange(0, 64);\n"
+                                 "  let at = load(a + i[:, None] * 64 + i[None, :]);\n"
+                                 "  let bt = load(b + i[:, None] * 64 + i[None, :]);\n"
+                                 "  let r = load(f + i);\n"
+                                 "  var acc = dot(at, bt);\n"
+                                 "  %s\n"
+                                 "  store(o + i[:, None] * 64 + i[None, :], acc);\n"
+                                 "}\n";
+  char src[1024];
+  snprintf(src, sizeof src, fmt, "acc = dot(at, bt, acc * r[:, None]);");
+  char *ptx = harness_emit_source(src, TC_EMIT_PTX);
+  cr_expect(strstr(ptx, "0f3F800000") && strstr(ptx, "wgmma.mma_async"), "no compare of the factors with 1:\n%s", ptx);
+  const char *cmp = strstr(ptx, "0f3F800000"), *mul = strstr(ptx, "mul.rn.f32");
+  cr_expect(cmp && mul && cmp < mul && strstr(cmp, "bra"), "the multiplies are not behind a branch:\n%s", ptx);
+  free(ptx);
+  snprintf(src, sizeof src, fmt, "acc = acc * r[:, None];");
+  ptx = harness_emit_source(src, TC_EMIT_PTX);
+  cr_expect(strstr(ptx, "mul.rn.f32") && !strstr(ptx, "0f3F800000"), "a product not feeding a dot is skipped:\n%s", ptx);
+  free(ptx);
+}
+
 /* Deferred wgmma waits: in the fused gate/up GEMM the two products of an
  * iteration are issued back to back and stay in flight over the next
  * iteration's (both accumulators only chain through the loop: D = 1), so
