@@ -146,6 +146,29 @@ static double ref_split_rowsum(DBuf *bufs, int n) {
   return error_vs(out, want, SPLIT_ROWS);
 }
 
+/* tests/kernels/rescaled_accumulator.tile: (a @ b1) * r + a @ b2 with
+ * r = f on rows r % 4 == 1 and 1 elsewhere; a [128, 64], b1 and b2 [64, 64]. */
+#define RESCALE_M 128
+#define RESCALE_N 64
+static double ref_rescaled(DBuf *bufs, int n) {
+  DBuf *out = buf(bufs, n, "out"), *a = buf(bufs, n, "a"), *b1 = buf(bufs, n, "b1"), *b2 = buf(bufs, n, "b2");
+  DBuf *f = buf(bufs, n, "f");
+  double *want = malloc(sizeof *want * RESCALE_M * RESCALE_N);
+  if (!want) return INFINITY;
+  for (size_t i = 0; i < RESCALE_M; i++)
+    for (size_t j = 0; j < RESCALE_N; j++) {
+      double p1 = 0, p2 = 0;
+      for (size_t k = 0; k < RESCALE_N; k++) {
+        p1 += dbuf_get(a, i * RESCALE_N + k) * dbuf_get(b1, k * RESCALE_N + j);
+        p2 += dbuf_get(a, i * RESCALE_N + k) * dbuf_get(b2, k * RESCALE_N + j);
+      }
+      want[i * RESCALE_N + j] = p1 * (i % 4 == 1 ? dbuf_get(f, i) : 1.0) + p2;
+    }
+  double e = error_vs(out, want, RESCALE_M * RESCALE_N);
+  free(want);
+  return e;
+}
+
 static const Arg *find_arg(const Case *c, const char *name) {
   for (int i = 0; i < MAX_ARGS && c->args[i].name; i++)
     if (!strcmp(c->args[i].name, name)) return &c->args[i];
@@ -457,6 +480,11 @@ static const Case cases[] = {
     {"naive_attention", "tests/kernels/naive_attention.tile", {NULL}, 2, NULL, 0,
      {OUTB("out", 2 * 100 * 64, F32_TOL), INB("q", 2 * 100 * 64, -1, 1), INB("k", 2 * 100 * 64, -1, 1),
       INB("v", 2 * 100 * 64, -1, 1), SC("seqlen", 100), SC("sm_scale", 0.125)}, NULL, ref_naive, F32_TOL, false, NULL},
+    {"rescaled accumulator: factors of 1 skip the multiply, the product chains in flight",
+     "tests/kernels/rescaled_accumulator.tile", {NULL}, 1, NULL, 0,
+     {OUTB("out", RESCALE_M * RESCALE_N, F32_TOL), INB("a", RESCALE_M * RESCALE_N, -1, 1),
+      INB("b1", RESCALE_N * RESCALE_N, -1, 1), INB("b2", RESCALE_N * RESCALE_N, -1, 1), INB("f", RESCALE_M, 0.25, 4)},
+     NULL, ref_rescaled, F32_TOL, false, NULL},
     {"naive_attention causal", "tests/kernels/naive_attention.tile", {"CAUSAL", "true", NULL}, 1, NULL, 0,
      {OUTB("out", 128 * 64, F32_TOL), INB("q", 128 * 64, -1, 1), INB("k", 128 * 64, -1, 1),
       INB("v", 128 * 64, -1, 1), SC("seqlen", 128), SC("sm_scale", 0.125)}, NULL, NULL, 0, false, NULL},

@@ -959,8 +959,10 @@ Test(codegen, softmax_arithmetic_is_one_instruction_per_element) {
 
 /* A dot's accumulator scaled per row (online softmax's rescale) is
  * multiplied only when one of the thread's factors is not exactly 1: one
- * compare per distinct factor and a branch around the multiplies. The same
- * product that does not feed a dot multiplies unconditionally. */
+ * compare per distinct factor and a branch around the multiplies, and the
+ * scaled product's wait inside it (the GPU suite runs this on the GPU:
+ * tests/kernels/rescaled_accumulator.tile). The same product that does not
+ * feed a dot multiplies unconditionally. */
 Test(codegen, accumulator_rescale_by_ones_is_skipped) {
   static const char *const fmt = "kernel k(a: *bf16, b: *bf16, f: *f32, o: *f32) {\n"
                                  "  let i = arange(0, 64);\n"
@@ -977,6 +979,10 @@ Test(codegen, accumulator_rescale_by_ones_is_skipped) {
   cr_expect(strstr(ptx, "0f3F800000") && strstr(ptx, "wgmma.mma_async"), "no compare of the factors with 1:\n%s", ptx);
   const char *cmp = strstr(ptx, "0f3F800000"), *mul = strstr(ptx, "mul.rn.f32");
   cr_expect(cmp && mul && cmp < mul && strstr(cmp, "bra"), "the multiplies are not behind a branch:\n%s", ptx);
+  /* the first product's wait is on the multiplying path only: none
+   * between its commit and the compare */
+  const char *commit = strstr(ptx, "wgmma.commit_group"), *wait = strstr(ptx, "wgmma.wait_group");
+  cr_expect(commit && cmp && wait && commit < cmp && cmp < wait, "the wait is not behind the branch:\n%s", ptx);
   free(ptx);
   snprintf(src, sizeof src, fmt, "acc = acc * r[:, None];");
   ptx = harness_emit_source(src, TC_EMIT_PTX);
