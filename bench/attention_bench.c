@@ -207,6 +207,29 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
              e >= 0 && e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
       variant_free(&pv);
     }
+    /* the loop over two key blocks per iteration (TWO_BLOCKS; BLOCK_N 64
+     * at d128 for shared memory), poisoned, checked against the ws output */
+    const char *two_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", "true",
+                              s->dim == 128 ? "BLOCK_N" : NULL, "64", NULL};
+    Variant tb;
+    if (ms > 0 && o1 && s->dim <= 128 && variant_build(g, "lang/std/flash_attention_ws.tile", two_defs, &tb)) {
+      AttnLaunch tl = l;
+      tl.k[0] = tb.kernel;
+      double tms = -1;
+      if (tile_memset_d8(g->rt, o1, 0xFF, n * 2) == TILE_OK) {
+        tl.args[0][0] = tile_arg_ptr(o1);
+        tms = bench_time_ms(g, do_attn, &tl);
+      }
+      snprintf(name, sizeof name, "attention fwd %s tile ws two key blocks per iteration (flash_attention_ws.tile)",
+               what);
+      if (tms > 0) {
+        bench_add_row(name, flops(s, batch, heads) / (tms * 1e9), 0, "TFLOP/s");
+        double e = agreement(g, o1, o2, n);
+        printf("  %s: two blocks per iteration %s the ws forward (relative difference %.3g)\n", what,
+               e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
+      }
+      variant_free(&tb);
+    }
   }
   /* fp8 e4m3 inputs with per-tensor scales, reported against the bf16 anchors */
   Variant f8;

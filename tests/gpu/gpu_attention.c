@@ -112,12 +112,16 @@ static bool forward_matches_interpreter(const Variant *fwd, DBuf *bufs, const ti
  * inputs, its descriptors seeing q, k, v as matrices (rows of a head's
  * sequence for BHSD, rows of tokens for BSHD): out and lse against the
  * reference. */
-static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
-                               const double *want_lse) {
+static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
+                            const double *want_lse, bool two_blocks) {
   char dim[8], window[16];
   snprintf(dim, sizeof dim, "%d", c->dim), snprintf(window, sizeof window, "%d", c->window);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window,
-                        "BSHD", c->bshd ? "true" : "false", NULL};
+                        "BSHD", c->bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL};
+  if (two_blocks) { /* BLOCK_N 64 at d128, 32 at d256: four tiles a stage */
+    defs[8] = "TWO_BLOCKS", defs[9] = "true";
+    if (c->dim > 64) defs[10] = "BLOCK_N", defs[11] = c->dim == 128 ? "64" : "32";
+  }
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws.tile", defs, &w)) return false;
   size_t rows = (size_t)c->batch * c->heads * c->seqlen;
@@ -144,13 +148,22 @@ static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf
   if (ok) {
     double e = error_of(&out, want), e_lse = 0;
     for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - want_lse[i]));
-    if (!(e <= ATTN_BF16_TOL)) printf("  flash_attention_ws out: relative error %.3g\n", e);
-    if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws lse: max abs error %.3g\n", e_lse);
+    const char *form = two_blocks ? " (two blocks)" : "";
+    if (!(e <= ATTN_BF16_TOL)) printf("  flash_attention_ws%s out: relative error %.3g\n", form, e);
+    if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws%s lse: max abs error %.3g\n", form, e_lse);
     ok = e <= ATTN_BF16_TOL && e_lse <= ATTN_LSE_TOL;
   }
   dbuf_free(g, &out), dbuf_free(g, &lse);
   variant_free(&w);
   return ok;
+}
+
+/* Both loops of the forward: one key block per iteration, and two
+ * (TWO_BLOCKS). */
+static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
+                               const double *want_lse) {
+  bool one = ws_forward_form(g, c, q, k, v, want, want_lse, false);
+  return ws_forward_form(g, c, q, k, v, want, want_lse, true) && one;
 }
 
 /* flash_attention_bwd_ws.tile (the warp-specialized dk/dv and dq) on the

@@ -217,11 +217,20 @@ Test(attention_bwd, d64_full_window_150_bf16) {
 
 /* ---- flash_attention_ws.tile: the warp-specialized forward ---- */
 
-static void check_attention_ws(Shape s, uint64_t seed) {
+/* two_blocks: the loop over two key blocks per iteration (TWO_BLOCKS; at
+ * d128 and d256 with BLOCK_N 64 and 32, which its shared memory needs).
+ * sm_scale: 0 for 1 / sqrt(dim); a large one spreads the scores so that
+ * rows' maxima grow by more than the kernel's rescale slack (2^8) from one
+ * key block to the next, which inputs in [-1, 1] at 1 / sqrt(dim) never do. */
+static void check_attention_ws_form(Shape s, uint64_t seed, bool two_blocks, double sm_scale) {
   char d[8], w[16];
   snprintf(d, sizeof d, "%d", s.dim), snprintf(w, sizeof w, "%d", s.window);
   const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "WINDOW", w,
-                        "BSHD", s.bshd ? "true" : "false", NULL};
+                        "BSHD", s.bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL};
+  if (two_blocks) {
+    defs[8] = "TWO_BLOCKS", defs[9] = "true";
+    if (s.dim > 64) defs[10] = "BLOCK_N", defs[11] = s.dim == 128 ? "64" : "32";
+  }
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws.tile", NULL, defs);
   size_t nq = (size_t)s.batch * s.heads * s.seqlen * s.dim, nkv = (size_t)s.batch * s.heads_kv * s.seqlen * s.dim;
   size_t rows = (size_t)s.batch * s.heads * s.seqlen;
@@ -231,7 +240,7 @@ static void check_attention_ws(Shape s, uint64_t seed) {
   hbuf_fill_uniform(&q, &rng, -1, 1), hbuf_fill_uniform(&k, &rng, -1, 1), hbuf_fill_uniform(&v, &rng, -1, 1);
   hbuf_fill_uniform(&dout, &rng, -1, 1);
   hbuf_poison(&out), hbuf_poison(&lse);
-  double scale = 1.0 / sqrt((double)s.dim);
+  double scale = sm_scale > 0 ? sm_scale : 1.0 / sqrt((double)s.dim);
   /* the descriptors' matrices: rows of one head's sequence (BHSD) or of
    * tokens with every head side by side (BSHD) */
   int64_t qr = (int64_t)s.batch * s.heads * s.seqlen, qc = s.dim;
@@ -260,8 +269,8 @@ static void check_attention_ws(Shape s, uint64_t seed) {
                   calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
   attn_ref_train(&rs, in[0], in[1], in[2], in[3], (float)scale, &r);
   char what[96];
-  snprintf(what, sizeof what, "ws b%d h%d/%d n%d d%d %s%s window %d", s.batch, s.heads, s.heads_kv, s.seqlen, s.dim,
-           s.causal ? "causal" : "full", s.bshd ? " bshd" : "", s.window);
+  snprintf(what, sizeof what, "ws%s b%d h%d/%d n%d d%d %s%s window %d", two_blocks ? " two blocks" : "", s.batch,
+           s.heads, s.heads_kv, s.seqlen, s.dim, s.causal ? "causal" : "full", s.bshd ? " bshd" : "", s.window);
   double e = rel_error(&out, r.out, nq), e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
   cr_expect_lt(e, BF16_TOL, "%s: out rel error %g", what, e);
@@ -272,6 +281,8 @@ static void check_attention_ws(Shape s, uint64_t seed) {
   tc_free(c);
 }
 
+static void check_attention_ws(Shape s, uint64_t seed) { check_attention_ws_form(s, seed, false, 0); }
+
 Test(attention_ws, d128_full_odd_length) { check_attention_ws((Shape){1, 2, 2, 150, 128, false, false, "bf16", 0}, 61); }
 Test(attention_ws, d64_causal_gqa) { check_attention_ws((Shape){2, 4, 2, 200, 64, true, false, "bf16", 0}, 62); }
 Test(attention_ws, d256_causal) { check_attention_ws((Shape){1, 2, 1, 90, 256, true, false, "bf16", 0}, 63); }
@@ -281,18 +292,44 @@ Test(attention_ws, d64_causal_window_70_bshd) {
 }
 Test(attention_ws, d128_full_window_200) { check_attention_ws((Shape){1, 1, 1, 333, 128, false, false, "bf16", 200}, 66); }
 
+/* the two-block loop: odd numbers of key blocks (a block b past the end),
+ * causal (a block b past every row), windows, GQA, BSHD */
+Test(attention_ws, two_blocks_d64_causal_gqa) {
+  check_attention_ws_form((Shape){2, 4, 2, 200, 64, true, false, "bf16", 0}, 67, true, 0);
+}
+Test(attention_ws, two_blocks_d64_bshd_gqa_full) {
+  check_attention_ws_form((Shape){2, 4, 1, 390, 64, false, true, "bf16", 0}, 68, true, 0);
+}
+Test(attention_ws, two_blocks_d64_causal_window_70_bshd) {
+  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, true, "bf16", 70}, 69, true, 0);
+}
+Test(attention_ws, d64_causal_rows_rescaled) {
+  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, false, "bf16", 0}, 71, false, 6.0);
+}
+Test(attention_ws, two_blocks_d64_full_rows_rescaled) {
+  check_attention_ws_form((Shape){1, 2, 1, 390, 64, false, false, "bf16", 0}, 72, true, 6.0);
+}
+Test(attention_ws, two_blocks_d128_full_window_200) {
+  check_attention_ws_form((Shape){1, 1, 1, 333, 128, false, false, "bf16", 200}, 70, true, 0);
+}
+
 /* ---- flash_attention_varlen.tile: packed sequences of different lengths ---- */
 
 /* Sequences per varlen test batch, at most. */
 #define ATTN_MAX_BATCH 8
 
 /* With ws, flash_attention_ws.tile with VARLEN on the same problem. */
+/* form: VARLEN_KERNEL (flash_attention_varlen.tile), VARLEN_WS or
+ * VARLEN_WS_TWO_BLOCKS (flash_attention_ws.tile, TWO_BLOCKS at d64). */
+enum { VARLEN_KERNEL, VARLEN_WS, VARLEN_WS_TWO_BLOCKS };
 static void check_varlen(const int *len_q, const int *len_k, int batch, int heads, int heads_kv, int dim, bool causal,
-                         bool ws, uint64_t seed) {
+                         int form, uint64_t seed) {
   char d[8];
   snprintf(d, sizeof d, "%d", dim);
-  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", "VARLEN", "true", NULL};
+  bool ws = form != VARLEN_KERNEL;
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", "VARLEN", "true", NULL, NULL, NULL};
   if (!ws) defs[4] = NULL;
+  if (form == VARLEN_WS_TWO_BLOCKS) defs[6] = "TWO_BLOCKS", defs[7] = "true";
   cr_assert(batch <= ATTN_MAX_BATCH);
   tc_compilation *c =
       harness_compile(ws ? "lang/std/flash_attention_ws.tile" : "lang/std/flash_attention_varlen.tile", NULL, defs);
@@ -358,19 +395,23 @@ static void check_varlen(const int *len_q, const int *len_k, int batch, int head
  * with no key to see gets zeros) */
 Test(attention_varlen, d64_full_lengths_1_to_300) {
   const int lq[] = {1, 300, 70, 129}, lk[] = {1, 300, 70, 129};
-  check_varlen(lq, lk, 4, 2, 1, 64, false, false, 71);
+  check_varlen(lq, lk, 4, 2, 1, 64, false, VARLEN_KERNEL, 71);
 }
 Test(attention_varlen, d128_causal_unequal_lengths) {
   const int lq[] = {5, 200, 64}, lk[] = {40, 150, 64};
-  check_varlen(lq, lk, 3, 2, 2, 128, true, false, 72);
+  check_varlen(lq, lk, 3, 2, 2, 128, true, VARLEN_KERNEL, 72);
 }
 Test(attention_varlen, ws_d64_full_lengths_1_to_300) {
   const int lq[] = {1, 300, 70, 129}, lk[] = {1, 300, 70, 129};
-  check_varlen(lq, lk, 4, 2, 1, 64, false, true, 73);
+  check_varlen(lq, lk, 4, 2, 1, 64, false, VARLEN_WS, 73);
 }
 Test(attention_varlen, ws_d128_causal_unequal_lengths) {
   const int lq[] = {5, 200, 64}, lk[] = {40, 150, 64};
-  check_varlen(lq, lk, 3, 2, 2, 128, true, true, 74);
+  check_varlen(lq, lk, 3, 2, 2, 128, true, VARLEN_WS, 74);
+}
+Test(attention_varlen, ws_two_blocks_d64_causal_unequal_lengths) {
+  const int lq[] = {5, 200, 64, 1}, lk[] = {40, 150, 64, 300};
+  check_varlen(lq, lk, 4, 2, 1, 64, true, VARLEN_WS_TWO_BLOCKS, 75);
 }
 
 /* ---- flash_attention_fp8.tile: e4m3 inputs with per-tensor scales ---- */
