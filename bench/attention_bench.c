@@ -208,11 +208,14 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       variant_free(&pv);
     }
     /* the loop over two key blocks per iteration (TWO_BLOCKS; BLOCK_N 64
-     * at d128 for shared memory), poisoned, checked against the ws output */
-    const char *two_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", "true",
-                              s->dim == 128 ? "BLOCK_N" : NULL, "64", NULL};
-    Variant tb;
-    if (ms > 0 && o1 && s->dim <= 128 && variant_build(g, "lang/std/flash_attention_ws.tile", two_defs, &tb)) {
+     * at d128 for shared memory), alone and with Q in registers, each
+     * poisoned and checked against the ws output */
+    for (int qreg = 0; qreg < 2 && ms > 0 && o1 && s->dim <= 128; qreg++) {
+      const char *two_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", "true",
+                                "Q_IN_REGISTERS", qreg ? "true" : "false", s->dim == 128 ? "BLOCK_N" : NULL, "64",
+                                NULL};
+      Variant tb;
+      if (!variant_build(g, "lang/std/flash_attention_ws.tile", two_defs, &tb)) continue;
       AttnLaunch tl = l;
       tl.k[0] = tb.kernel;
       double tms = -1;
@@ -220,12 +223,12 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
         tl.args[0][0] = tile_arg_ptr(o1);
         tms = bench_time_ms(g, do_attn, &tl);
       }
-      snprintf(name, sizeof name, "attention fwd %s tile ws two key blocks per iteration (flash_attention_ws.tile)",
-               what);
+      const char *form = qreg ? "two key blocks per iteration, Q in registers" : "two key blocks per iteration";
+      snprintf(name, sizeof name, "attention fwd %s tile ws %s (flash_attention_ws.tile)", what, form);
       if (tms > 0) {
         bench_add_row(name, flops(s, batch, heads) / (tms * 1e9), 0, "TFLOP/s");
         double e = agreement(g, o1, o2, n);
-        printf("  %s: two blocks per iteration %s the ws forward (relative difference %.3g)\n", what,
+        printf("  %s: %s %s the ws forward (relative difference %.3g)\n", what, form,
                e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
       }
       variant_free(&tb);

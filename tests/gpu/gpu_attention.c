@@ -117,10 +117,12 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
   char dim[8], window[16];
   snprintf(dim, sizeof dim, "%d", c->dim), snprintf(window, sizeof window, "%d", c->window);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window,
-                        "BSHD", c->bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL};
-  if (two_blocks) { /* BLOCK_N 64 at d128, 32 at d256: four tiles a stage */
-    defs[8] = "TWO_BLOCKS", defs[9] = "true";
-    if (c->dim > 64) defs[10] = "BLOCK_N", defs[11] = c->dim == 128 ? "64" : "32";
+                        "BSHD", c->bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  if (two_blocks) { /* BLOCK_N 64 at d128, 32 at d256: four tiles a stage; Q in registers up to d128 */
+    int at = 8;
+    defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
+    if (c->dim > 64) defs[at++] = "BLOCK_N", defs[at++] = c->dim == 128 ? "64" : "32";
+    if (c->dim <= 128) defs[at++] = "Q_IN_REGISTERS", defs[at++] = "true";
   }
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws.tile", defs, &w)) return false;
@@ -159,7 +161,7 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
 }
 
 /* Both loops of the forward: one key block per iteration, and two
- * (TWO_BLOCKS). */
+ * (TWO_BLOCKS, with Q_IN_REGISTERS up to d128). */
 static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
                                const double *want_lse) {
   bool one = ws_forward_form(g, c, q, k, v, want, want_lse, false);

@@ -218,7 +218,8 @@ Test(attention_bwd, d64_full_window_150_bf16) {
 /* ---- flash_attention_ws.tile: the warp-specialized forward ---- */
 
 /* two_blocks: the loop over two key blocks per iteration (TWO_BLOCKS; at
- * d128 and d256 with BLOCK_N 64 and 32, which its shared memory needs).
+ * d128 and d256 with BLOCK_N 64 and 32, which its shared memory needs;
+ * up to d128 with Q_IN_REGISTERS).
  * sm_scale: 0 for 1 / sqrt(dim); a large one spreads the scores so that
  * rows' maxima grow by more than the kernel's rescale slack (2^8) from one
  * key block to the next, which inputs in [-1, 1] at 1 / sqrt(dim) never do. */
@@ -226,10 +227,12 @@ static void check_attention_ws_form(Shape s, uint64_t seed, bool two_blocks, dou
   char d[8], w[16];
   snprintf(d, sizeof d, "%d", s.dim), snprintf(w, sizeof w, "%d", s.window);
   const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "WINDOW", w,
-                        "BSHD", s.bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL};
-  if (two_blocks) {
-    defs[8] = "TWO_BLOCKS", defs[9] = "true";
-    if (s.dim > 64) defs[10] = "BLOCK_N", defs[11] = s.dim == 128 ? "64" : "32";
+                        "BSHD", s.bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  if (two_blocks) { /* with Q_IN_REGISTERS up to d128 */
+    int at = 8;
+    defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
+    if (s.dim > 64) defs[at++] = "BLOCK_N", defs[at++] = s.dim == 128 ? "64" : "32";
+    if (s.dim <= 128) defs[at++] = "Q_IN_REGISTERS", defs[at++] = "true";
   }
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws.tile", NULL, defs);
   size_t nq = (size_t)s.batch * s.heads * s.seqlen * s.dim, nkv = (size_t)s.batch * s.heads_kv * s.seqlen * s.dim;

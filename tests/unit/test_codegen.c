@@ -88,6 +88,8 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TWO_BLOCKS", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "CAUSAL", "true", "TWO_BLOCKS", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"BLOCK_N", "64", "TWO_BLOCKS", "true", "WINDOW", "100", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"BLOCK_N", "64", "TWO_BLOCKS", "true", "Q_IN_REGISTERS", "true", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TWO_BLOCKS", "true", "Q_IN_REGISTERS", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
