@@ -46,6 +46,12 @@ LTile *lt_new(Lower *L, const Layout *layout) {
   return t;
 }
 
+LTile *lt_copy(Lower *L, const LTile *t) {
+  LTile *c = lt_new(L, t->layout);
+  memcpy(c->regs, t->regs, sizeof(LLVMValueRef) * (size_t)c->nregs);
+  return c;
+}
+
 LLVMValueRef const_int(Lower *L, LLVMTypeRef t, int64_t v) { (void)L; return LLVMConstInt(t, (unsigned long long)v, 1); }
 LLVMValueRef const_i32(Lower *L, int64_t v) { return const_int(L, L->t_i32, v); }
 

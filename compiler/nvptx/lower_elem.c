@@ -544,8 +544,7 @@ static LTile *lower_skippable_scale(Lower *L, const Layout *l, LTile *x, LTile *
   LLVMPositionBuilderAtEnd(L->b, mul);
   LTile *t = lt_new(L, l), *xw = x;
   if (wait) {
-    xw = lt_new(L, x->layout);
-    memcpy(xw->regs, x->regs, sizeof(LLVMValueRef) * (size_t)x->nregs);
+    xw = lt_copy(L, x);
     emit_wgmma_wait(L, wait, xw);
   }
   for (int r = 0; r < t->nregs; r++) t->regs[r] = LLVMBuildFMul(L->b, xw->regs[r], f->regs[r], "");
@@ -588,10 +587,8 @@ static LTile *lower_elementwise(Lower *L, const Op *op, const Layout *l) {
     if (t) return t;
   }
   if (wait) { /* not skipped after all: wait here */
-    LTile *w = lt_new(L, in[0]->layout);
-    memcpy(w->regs, in[0]->regs, sizeof(LLVMValueRef) * (size_t)w->nregs);
-    emit_wgmma_wait(L, wait, w);
-    in[0] = w;
+    in[0] = lt_copy(L, in[0]);
+    emit_wgmma_wait(L, wait, in[0]);
   }
   LTile *t = lt_new(L, l);
   for (int r = 0; r < t->nregs; r++) {

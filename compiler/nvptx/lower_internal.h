@@ -107,6 +107,8 @@ typedef struct FlexTiles {
 
 /* ---- lower.c ---- */
 LTile *lt_new(Lower *L, const Layout *layout);
+/* A new tile holding the same registers (to be replaced, e.g. by a wait). */
+LTile *lt_copy(Lower *L, const LTile *t);
 LLVMTypeRef llvm_elem_type(Lower *L, ScalarKind k);
 /* The type elements have in memory (i1 is a byte). */
 LLVMTypeRef llvm_mem_type(Lower *L, ScalarKind k);
@@ -208,8 +210,8 @@ bool is_skippable_rescale(Lower *L, const Op *op, bool *only_dots);
 /* ---- lower_wgmma.c ---- */
 LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l);
 void lower_wgmma_wait(Lower *L, const Op *op);
-/* The wait of a wgmma_wait op on the registers of `t` (its one operand's
- * tile), in place: for a wait whose emission its use took over. */
+/* The wait of a wgmma_wait op, tied through the registers of `t` in place
+ * (none: t NULL). */
 void emit_wgmma_wait(Lower *L, const Op *op, LTile *t);
 void tie_through(Lower *L, const char *text, LLVMValueRef *regs, int n);
 /* Passes registers through an empty asm, so that LLVM cannot see (and

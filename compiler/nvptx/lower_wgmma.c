@@ -257,8 +257,13 @@ void opaque_regs(Lower *L, LLVMValueRef *regs, int n) {
 void emit_wgmma_wait(Lower *L, const Op *op, LTile *t) {
   char text[64];
   snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)op->attr[0]);
-  for (int r = 0; r < t->nregs; r += WAIT_MAX_REGS)
-    tie_through(L, r ? "" : text, t->regs + r, t->nregs - r < WAIT_MAX_REGS ? t->nregs - r : WAIT_MAX_REGS);
+  if (!t || !t->nregs) {
+    llvm_asm(L, text, "~{memory}", L->t_void, NULL, 0, true);
+    return;
+  }
+  int n = t->nregs < WAIT_MAX_REGS ? t->nregs : WAIT_MAX_REGS;
+  tie_through(L, text, t->regs, n);
+  opaque_regs(L, t->regs + n, t->nregs - n);
 }
 
 /* A wait whose one result is used only by the next op, a rescale of a dot
@@ -272,30 +277,22 @@ static bool defer_to_rescale(Lower *L, const Op *op) {
          is_skippable_rescale(L, op->next, &only_dots) && only_dots;
 }
 
+/* The wait goes through the first operand's registers; the others pass
+ * through empty asm statements after it. */
 void lower_wgmma_wait(Lower *L, const Op *op) {
-  if (defer_to_rescale(L, op)) {
-    LTile *in = get_fixed(L, op->operands[0]);
-    if (!in) return;
-    LTile *t = lt_new(L, in->layout);
-    memcpy(t->regs, in->regs, sizeof(LLVMValueRef) * (size_t)t->nregs);
-    set_tile(L, &op->results[0], t);
-    ptrmap_put(&L->deferred_waits, &op->results[0], (void *)op);
-    return;
-  }
-  char text[64];
-  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)op->attr[0]);
-  bool waited = false;
+  bool defer = defer_to_rescale(L, op);
   for (uint32_t i = 0; i < op->noperands && !L->failed; i++) {
     LTile *in = get_fixed(L, op->operands[i]);
     if (!in) return;
-    LTile *t = lt_new(L, in->layout);
-    memcpy(t->regs, in->regs, sizeof(LLVMValueRef) * (size_t)t->nregs);
-    for (int r = 0; r < t->nregs; r += WAIT_MAX_REGS) {
-      int n = t->nregs - r < WAIT_MAX_REGS ? t->nregs - r : WAIT_MAX_REGS;
-      tie_through(L, waited ? "" : text, t->regs + r, n);
-      waited = true;
-    }
+    LTile *t = lt_copy(L, in);
+    if (!defer && i == 0)
+      emit_wgmma_wait(L, op, t);
+    else if (!defer)
+      opaque_regs(L, t->regs, t->nregs);
     set_tile(L, &op->results[i], t);
   }
-  if (!waited) llvm_asm(L, text, "~{memory}", L->t_void, NULL, 0, true);
+  if (defer)
+    ptrmap_put(&L->deferred_waits, &op->results[0], (void *)op);
+  else if (!op->noperands)
+    emit_wgmma_wait(L, op, NULL);
 }
