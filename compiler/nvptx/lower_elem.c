@@ -525,6 +525,20 @@ static int distinct_regs(const LTile *t, LLVMValueRef *out) {
   return n;
 }
 
+/* Whether some thread of the warpgroup has `c` set, in every thread of
+ * it: barrier.red.or over the warpgroup's own named barrier. */
+static LLVMValueRef warpgroup_any(Lower *L, LLVMValueRef c) {
+  LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+  LLVMValueRef args[2] = {LLVMBuildZExt(L->b, c, L->t_i32, ""),
+                          LLVMBuildAdd(L->b, wg, const_i32(L, BARRIER_VOTE_FIRST), "vote_id")};
+  LLVMValueRef r = llvm_asm(L,
+                            "{ .reg .pred p, q; setp.ne.u32 p, $1, 0; barrier.red.or.pred q, $2, 128, p; "
+                            "selp.u32 $0, 1, 0, q; }",
+                            "=r,r,r,~{memory}", L->t_i32, args, 2, true);
+  mark_convergent(L, r);
+  return LLVMBuildICmp(L->b, LLVMIntNE, r, const_i32(L, 0), "wg_any");
+}
+
 /* x * f; with `wait`, x may still be in flight and the wait goes on the
  * path that multiplies. NULL if skipping is not worth it (and then the
  * wait has not been emitted). */
@@ -532,6 +546,10 @@ static LTile *lower_skippable_scale(Lower *L, const Layout *l, LTile *x, LTile *
   LLVMValueRef fs[SCALE_SKIP_MAX_FACTORS];
   int n = distinct_regs(f, fs);
   if (!n || n * SCALE_SKIP_MIN_REGS > x->nregs) return NULL;
+  /* wgmma.wait_group must be executed by every thread of a warpgroup or
+   * none: the branch with the wait is taken by the whole warpgroup (a
+   * vote on a named barrier, one per warpgroup) */
+  if (wait && L->k->roles.block_warps > BARRIER_VOTE_WARPGROUPS * WARPGROUP_WARPS) return NULL;
   LLVMTypeRef ft = LLVMTypeOf(fs[0]);
   LLVMValueRef any = NULL;
   for (int i = 0; i < n; i++) {
@@ -539,6 +557,7 @@ static LTile *lower_skippable_scale(Lower *L, const Layout *l, LTile *x, LTile *
     LLVMValueRef c = LLVMBuildFCmp(L->b, LLVMRealUNE, fs[i], LLVMConstReal(ft, 1.0), "");
     any = any ? LLVMBuildOr(L->b, any, c, "") : c;
   }
+  if (wait) any = warpgroup_any(L, any);
   LLVMBasicBlockRef from = LLVMGetInsertBlock(L->b), mul = new_block(L, "scale"), join = new_block(L, "scale.end");
   LLVMBuildCondBr(L->b, any, mul, join);
   LLVMPositionBuilderAtEnd(L->b, mul);

@@ -57,6 +57,11 @@ typedef enum LowerRole { ROLE_NONE, ROLE_PRODUCER, ROLE_CONSUMER } LowerRole;
  * warpgroup i on 2 + i (at most 8 consumers: ids up to 9 of 16). */
 #define BARRIER_CONSUMERS 1
 #define BARRIER_PINGPONG_FIRST 2
+/* Warpgroup w of the block votes on 10 + w (a rescale whose wgmma wait
+ * sits in its branch: lower_elem.c); ids 10 to 15 serve blocks of at most
+ * 6 warpgroups, and in larger ones the wait stays before the branch. */
+#define BARRIER_VOTE_FIRST 10
+#define BARRIER_VOTE_WARPGROUPS 6
 /* The register file of an SM, ptxas's per-thread ceiling, and the granule
  * of register counts (setmaxnreg, the allocation unit). */
 #define SM_REGISTERS 65536
