@@ -207,15 +207,20 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
              e >= 0 && e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
       variant_free(&pv);
     }
-    /* the loop over two key blocks per iteration (TWO_BLOCKS; BLOCK_N 64
-     * at d128 for shared memory), alone and with Q in registers, each
-     * poisoned and checked against the ws output */
-    for (int qreg = 0; qreg < 2 && ms > 0 && o1 && s->dim <= 128; qreg++) {
-      const char *two_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", "true",
-                                "Q_IN_REGISTERS", qreg ? "true" : "false", s->dim == 128 ? "BLOCK_N" : NULL, "64",
+    /* other loops than the default's (two key blocks per iteration with
+     * Q in registers up to d128), each poisoned and checked against the
+     * default's output */
+    static const struct {
+      const char *name, *two, *qreg;
+    } forms[] = {{"one key block per iteration", "false", "false"},
+                 {"two key blocks per iteration, Q in shared memory", "true", "false"}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0] && ms > 0 && o1 && s->dim <= 128; f++) {
+      bool two = forms[f].two[0] == 't';
+      const char *alt_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", forms[f].two,
+                                "Q_IN_REGISTERS", forms[f].qreg, "BLOCK_N", s->dim == 128 && two ? "64" : "128",
                                 NULL};
       Variant tb;
-      if (!variant_build(g, "lang/std/flash_attention_ws.tile", two_defs, &tb)) continue;
+      if (!variant_build(g, "lang/std/flash_attention_ws.tile", alt_defs, &tb)) continue;
       AttnLaunch tl = l;
       tl.k[0] = tb.kernel;
       double tms = -1;
@@ -223,12 +228,11 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
         tl.args[0][0] = tile_arg_ptr(o1);
         tms = bench_time_ms(g, do_attn, &tl);
       }
-      const char *form = qreg ? "two key blocks per iteration, Q in registers" : "two key blocks per iteration";
-      snprintf(name, sizeof name, "attention fwd %s tile ws %s (flash_attention_ws.tile)", what, form);
+      snprintf(name, sizeof name, "attention fwd %s tile ws %s (flash_attention_ws.tile)", what, forms[f].name);
       if (tms > 0) {
         bench_add_row(name, flops(s, batch, heads) / (tms * 1e9), 0, "TFLOP/s");
         double e = agreement(g, o1, o2, n);
-        printf("  %s: %s %s the ws forward (relative difference %.3g)\n", what, form,
+        printf("  %s: %s %s the ws forward (relative difference %.3g)\n", what, forms[f].name,
                e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
       }
       variant_free(&tb);

@@ -123,6 +123,8 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
     defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
     if (c->dim > 64) defs[at++] = "BLOCK_N", defs[at++] = c->dim == 128 ? "64" : "32";
     if (c->dim <= 128) defs[at++] = "Q_IN_REGISTERS", defs[at++] = "true";
+  } else { /* the one-block loop, Q in shared memory */
+    defs[8] = "TWO_BLOCKS", defs[9] = "false", defs[10] = "Q_IN_REGISTERS", defs[11] = "false";
   }
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws.tile", defs, &w)) return false;

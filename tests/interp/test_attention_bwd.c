@@ -233,6 +233,8 @@ static void check_attention_ws_form(Shape s, uint64_t seed, bool two_blocks, dou
     defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
     if (s.dim > 64) defs[at++] = "BLOCK_N", defs[at++] = s.dim == 128 ? "64" : "32";
     if (s.dim <= 128) defs[at++] = "Q_IN_REGISTERS", defs[at++] = "true";
+  } else { /* the one-block loop, Q in shared memory */
+    defs[8] = "TWO_BLOCKS", defs[9] = "false", defs[10] = "Q_IN_REGISTERS", defs[11] = "false";
   }
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws.tile", NULL, defs);
   size_t nq = (size_t)s.batch * s.heads * s.seqlen * s.dim, nkv = (size_t)s.batch * s.heads_kv * s.seqlen * s.dim;
@@ -323,7 +325,8 @@ Test(attention_ws, two_blocks_d128_full_window_200) {
 
 /* With ws, flash_attention_ws.tile with VARLEN on the same problem. */
 /* form: VARLEN_KERNEL (flash_attention_varlen.tile), VARLEN_WS or
- * VARLEN_WS_TWO_BLOCKS (flash_attention_ws.tile, TWO_BLOCKS at d64). */
+ * VARLEN_WS_TWO_BLOCKS (flash_attention_ws.tile: the one-block loop, and
+ * the default two-block loop with Q in registers). */
 enum { VARLEN_KERNEL, VARLEN_WS, VARLEN_WS_TWO_BLOCKS };
 static void check_varlen(const int *len_q, const int *len_k, int batch, int heads, int heads_kv, int dim, bool causal,
                          int form, uint64_t seed) {
@@ -332,7 +335,8 @@ static void check_varlen(const int *len_q, const int *len_k, int batch, int head
   bool ws = form != VARLEN_KERNEL;
   const char *defs[] = {"HEAD_DIM", d, "CAUSAL", causal ? "true" : "false", "VARLEN", "true", NULL, NULL, NULL};
   if (!ws) defs[4] = NULL;
-  if (form == VARLEN_WS_TWO_BLOCKS) defs[6] = "TWO_BLOCKS", defs[7] = "true";
+  /* the default at d64: two blocks, Q in registers; VARLEN_WS the one-block loop */
+  if (form == VARLEN_WS) defs[6] = "TWO_BLOCKS", defs[7] = "false";
   cr_assert(batch <= ATTN_MAX_BATCH);
   tc_compilation *c =
       harness_compile(ws ? "lang/std/flash_attention_ws.tile" : "lang/std/flash_attention_varlen.tile", NULL, defs);
