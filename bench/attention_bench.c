@@ -211,14 +211,16 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
      * Q in registers up to d128), each poisoned and checked against the
      * default's output */
     static const struct {
-      const char *name, *two, *qreg;
-    } forms[] = {{"one key block per iteration", "false", "false"},
-                 {"two key blocks per iteration, Q in shared memory", "true", "false"}};
+      const char *name, *two, *qreg, *turns;
+    } forms[] = {{"one key block per iteration", "false", "false", "false"},
+                 {"two key blocks per iteration, Q in shared memory", "true", "false", "false"},
+                 {"one key block per iteration, warpgroups take turns", "false", "false", "true"},
+                 {"two key blocks per iteration, warpgroups take turns", "true", "true", "true"}};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0] && ms > 0 && o1 && s->dim <= 128; f++) {
       bool two = forms[f].two[0] == 't';
       const char *alt_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", forms[f].two,
                                 "Q_IN_REGISTERS", forms[f].qreg, "BLOCK_N", s->dim == 128 && two ? "64" : "128",
-                                NULL};
+                                "TURNS", forms[f].turns, NULL};
       Variant tb;
       if (!variant_build(g, "lang/std/flash_attention_ws.tile", alt_defs, &tb)) continue;
       AttnLaunch tl = l;

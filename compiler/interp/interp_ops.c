@@ -626,6 +626,7 @@ bool interp_exec_compute(Interp *ip, const XOp *xo) {
   case OP_DEVICE_PRINT: return exec_device_print(ip, xo);
   case OP_DEVICE_ASSERT: return exec_device_assert(ip, xo);
   case OP_FENCE: return true; /* programs run one after another: every write is seen */
+  case OP_TURN_WAIT: case OP_TURN_PASS: return true; /* an order of warpgroups' work: no value changes */
   default: return interp_fail(ip, xo, "op '%s' cannot be interpreted here", op_info[xo->kind].name);
   }
 }

@@ -109,6 +109,10 @@
   /* memory ordering between programs (reads and writes: nothing moves  \
    * across it) */                                                     \
   X(FENCE,        "fence",         0,  0, 0, OPF_READ | OPF_WRITE, "") \
+  /* the consumer warpgroups' turn (wait_turn, pass_turn): an effect, no \
+   * memory access */                                                   \
+  X(TURN_WAIT,    "turn_wait",     0,  0, 0, OPF_WRITE, "")            \
+  X(TURN_PASS,    "turn_pass",     0,  0, 0, OPF_WRITE, "")            \
   /* structured control flow */                                       \
   X(FOR,          "for",          -1, -1, 1, OPF_OPTATTR,             \
     "stages,producers,consumers,producer_registers,consumer_registers") \

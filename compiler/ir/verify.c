@@ -666,7 +666,7 @@ static void check_op_types(Verifier *v, const Op *op) {
   case OP_FOR: check_for(v, op); break;
   case OP_IF: check_if(v, op); break;
   case OP_WHILE: check_while(v, op); break;
-  case OP_YIELD: case OP_RETURN: case OP_FENCE: case OP_COUNT: break;
+  case OP_YIELD: case OP_RETURN: case OP_FENCE: case OP_TURN_WAIT: case OP_TURN_PASS: case OP_COUNT: break;
   default:
     if (op_info[op->kind].flags & OPF_GPU) verify_gpu_op(v, op);
     else check_elementwise(v, op); /* add .. ceil, fma */

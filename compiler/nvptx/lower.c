@@ -82,6 +82,12 @@ LLVMValueRef call_intrinsic(Lower *L, const char *name, LLVMTypeRef ret, LLVMVal
   return LLVMBuildCall2(L->b, fty, fn, args, (unsigned)nargs, "");
 }
 
+/* Whether the consumer warpgroups take turns (wait_turn, pass_turn): split
+ * cooperative consumers, more than one. */
+static bool takes_turns(Lower *L) {
+  return L->role == ROLE_CONSUMER && L->k->roles.consumers > 1 && !L->k->roles.pingpong;
+}
+
 void barrier(Lower *L) {
   if (L->role == ROLE_NONE) {
     call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL, 0);
@@ -92,7 +98,16 @@ void barrier(Lower *L) {
     return;
   }
   /* the consumer warpgroups only: the producers never arrive; ping-pong
-   * warpgroups each on a barrier of their own */
+   * warpgroups each on a barrier of their own. A warpgroup holding the
+   * turn would wait here for one waiting for the turn. */
+  if (L->turn_held && takes_turns(L)) {
+    lower_error(L, L->cur_op,
+                "this op needs a barrier of all consumer warpgroups (a layout conversion, a reduction across warps or "
+                "a store through shared memory) while its warpgroup holds the turn taken at %d:%d, which the others "
+                "wait for: move it out of the turn",
+                L->turn_held->loc.line, L->turn_held->loc.col);
+    return;
+  }
   LLVMValueRef id = const_i32(L, BARRIER_CONSUMERS);
   if (L->k->roles.pingpong) {
     LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
@@ -440,7 +455,9 @@ static void lower_if(Lower *L, const Op *op) {
   LTile **vals[2];
   LLVMBasicBlockRef ends[2];
   LLVMBasicBlockRef starts[2] = {then_bb, else_bb};
+  const Op *held = L->turn_held; /* (both branches leave the turn alike) */
   for (int r = 0; r < 2; r++) {
+    L->turn_held = held;
     LLVMPositionBuilderAtEnd(L->b, starts[r]);
     const Op *y = lower_region(L, &op->regions[r]);
     if (L->failed || !y) return;
@@ -536,6 +553,8 @@ static void lower_op(Lower *L, const Op *op) {
     return;
   case OP_STORE: lower_store(L, op); return;
   case OP_FENCE: lower_fence(L); return;
+  case OP_TURN_WAIT:
+  case OP_TURN_PASS: lower_turn(L, op); return;
   case OP_DEVICE_PRINT:
   case OP_DEVICE_ASSERT: lower_device_debug(L, op); return;
   case OP_BLOCK_LOAD:
@@ -584,6 +603,61 @@ static void lower_block(Lower *L, const Block *b) {
   for (Op *op = b->first; op && !L->failed; op = op->next) lower_op(L, op);
 }
 
+/* ---- the consumers' turn (wait_turn, pass_turn) ----
+ *
+ * Consumer warpgroup i waits for its turn on named barrier T + i and
+ * passes it to warpgroup i + 1 (mod consumers) by arriving on T + i + 1,
+ * each barrier counting 256 threads: the 128 that wait and the 128 that
+ * pass. Warpgroup 0 starts with the turn (it arrives on its own barrier
+ * first) and, where the consumers end, takes the last warpgroup's final
+ * pass, so that every barrier ends where it began. Nothing without a split
+ * or with one consumer warpgroup. */
+
+
+/* A turn barrier (sync or arrive) on barrier `id`, where `pred` (or
+ * always). The barrier sits behind a branch of its own (taken only for an
+ * id of 0, which no turn has): ptxas schedules instructions across a
+ * barrier within a basic block, and moved a whole softmax below the
+ * wait_turn that was to follow it. */
+static void turn_barrier(Lower *L, bool sync, LLVMValueRef id, LLVMValueRef pred) {
+  if (pred) id = LLVMBuildSelect(L->b, pred, id, const_i32(L, 0), "");
+  LLVMValueRef args[1] = {id};
+  char text[200];
+  snprintf(text, sizeof text,
+           "{ .reg .pred p; setp.eq.u32 p, $0, 0; @p bra $$turn_${:uid}; barrier.%s $0, %d; $$turn_${:uid}: }",
+           sync ? "sync" : "arrive", 2 * 32 * WARPGROUP_WARPS);
+  mark_convergent(L, llvm_asm(L, text, "r,~{memory}", L->t_void, args, 1, true));
+}
+
+static LLVMValueRef consumer_warpgroup(Lower *L) {
+  return LLVMBuildUDiv(L->b, L->tid, const_i32(L, 32 * WARPGROUP_WARPS), "consumer_wg");
+}
+
+void lower_turn(Lower *L, const Op *op) {
+  if (L->role == ROLE_CONSUMER && L->k->roles.pingpong) {
+    lower_error(L, op,
+                "%s(): the consumer warpgroups of this kernel take the iterations of its tile loop in turn "
+                "(ping-pong), so they share no loop to take turns in; use cooperative consumers (@warp_specialize "
+                "on the kernel only)",
+                op->kind == OP_TURN_WAIT ? "wait_turn" : "pass_turn");
+    return;
+  }
+  L->turn_held = op->kind == OP_TURN_WAIT ? op : NULL;
+  if (!takes_turns(L)) return;
+  LLVMValueRef wg = consumer_warpgroup(L);
+  if (op->kind == OP_TURN_PASS)
+    wg = LLVMBuildURem(L->b, LLVMBuildAdd(L->b, wg, const_i32(L, 1), ""), const_i32(L, L->k->roles.consumers), "");
+  turn_barrier(L, op->kind == OP_TURN_WAIT, LLVMBuildAdd(L->b, wg, const_i32(L, BARRIER_TURN_FIRST), "turn_id"),
+               NULL);
+}
+
+/* Warpgroup 0's part at the consumers' start (first) and end. */
+static void turn_ends(Lower *L, const Block *consumers, bool first) {
+  if (!takes_turns(L) || !ir_block_has(consumers, OP_TURN_WAIT)) return;
+  LLVMValueRef zero = LLVMBuildICmp(L->b, LLVMIntEQ, consumer_warpgroup(L), const_i32(L, 0), "");
+  turn_barrier(L, !first, const_i32(L, BARRIER_TURN_FIRST), zero);
+}
+
 /* ---- warp specialization ---- */
 
 /* The register count ptxas gives each thread at entry when one block of
@@ -621,7 +695,9 @@ void lower_warp_split(Lower *L, const Op *op) {
   LLVMPositionBuilderAtEnd(L->b, cb);
   set_registers(L, (int)op->attr[3], entry);
   L->role = ROLE_CONSUMER;
+  turn_ends(L, &op->regions[1], true);
   lower_block(L, &op->regions[1]);
+  if (!L->failed) turn_ends(L, &op->regions[1], false);
   LLVMBuildBr(L->b, done);
   LLVMPositionBuilderAtEnd(L->b, done);
   L->role = ROLE_NONE;

@@ -57,6 +57,9 @@ typedef enum LowerRole { ROLE_NONE, ROLE_PRODUCER, ROLE_CONSUMER } LowerRole;
  * warpgroup i on 2 + i (at most 8 consumers: ids up to 9 of 16). */
 #define BARRIER_CONSUMERS 1
 #define BARRIER_PINGPONG_FIRST 2
+/* The turn of cooperative consumer warpgroup i (wait_turn) is barrier
+ * 2 + i: ping-pong consumers, which use those ids, take no turns. */
+#define BARRIER_TURN_FIRST BARRIER_PINGPONG_FIRST
 /* Warpgroup w of the block votes on 10 + w (a rescale whose wgmma wait
  * sits in its branch: lower_elem.c); ids 10 to 15 serve blocks of at most
  * 6 warpgroups, and in larger ones the wait stays before the branch. */
@@ -87,6 +90,7 @@ typedef struct Lower {
   LLVMValueRef tid, lane, warp; /* numbered among the threads that compute */
   LLVMValueRef tid_raw;         /* tid.x */
   LowerRole role;
+  const Op *turn_held; /* the wait_turn whose turn the code being lowered holds */
   LLVMValueRef smem;
   PtrMap fixed;     /* Value* -> LTile* */
   PtrMap flexible;  /* Value* -> FlexTiles* */
@@ -202,6 +206,7 @@ void lower_async_commit(Lower *L);
 void lower_async_wait(Lower *L, const Op *op);
 void lower_fence_async(Lower *L);
 void lower_fence(Lower *L);
+void lower_turn(Lower *L, const Op *op);
 /* 32-bit shared address of a buffer pointer (for PTX operands). */
 LLVMValueRef smem_addr32(Lower *L, LLVMValueRef ptr);
 

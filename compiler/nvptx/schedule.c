@@ -569,8 +569,9 @@ static Op *tie_operands(Sched *s, Op *w, Op *op) {
 }
 
 /* Moves each wgmma_wait of a block down to the first op that reads what
- * it waits for, past ops that only compute and past other wgmmas (each
- * one more group that may stay pending), so that what is independent of
+ * it waits for, past ops that only compute, past the consumers' turn
+ * (a pass_turn passes it once the products are issued) and past other
+ * wgmmas (each one more group that may stay pending), so that what is independent of
  * a product runs while the tensor cores compute it: flash attention's
  * softmax of key block j under the P.V product of block j - 1. A wait
  * never passes memory effects (stores, barriers, copies) or another wait;
@@ -594,7 +595,8 @@ static void defer_waits(Sched *s, Block *b) {
     Op *stop = tail->next;
     int passed = 0;
     while (stop && !uses_result(stop, w) && stop->kind != OP_WGMMA_WAIT &&
-           (only_computes(stop) ? stop->kind != OP_YIELD : stop->kind == OP_WGMMA)) {
+           (only_computes(stop) ? stop->kind != OP_YIELD : stop->kind == OP_WGMMA || stop->kind == OP_TURN_PASS ||
+                                    stop->kind == OP_TURN_WAIT)) {
       passed += stop->kind == OP_WGMMA;
       stop = stop->next;
     }

@@ -88,7 +88,8 @@ static bool in_body(const Pipe *p, const Value *v) {
 
 static bool writes_memory(const Block *b) {
   for (const Op *op = b->first; op; op = op->next) {
-    if (op_info[op->kind].flags & OPF_WRITE) return true;
+    /* (the consumers' turn is an effect on no memory) */
+    if ((op_info[op->kind].flags & OPF_WRITE) && op->kind != OP_TURN_WAIT && op->kind != OP_TURN_PASS) return true;
     for (int r = 0; r < op->nregions; r++)
       if (writes_memory(&op->regions[r])) return true;
   }

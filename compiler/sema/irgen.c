@@ -806,6 +806,7 @@ Func *specialize_kernel(Module *m, Program *prog, Item *kernel, const ConstDef *
   Op *ret = ir_op_new(m->arena, OP_RETURN, 0, 0, NULL, 0, kernel->loc);
   ir_append(&f->body, ret);
   splice_consts(&g);
+  if (diags->errors == errors_before) gen_check_turns(f, diags);
   if (diags->errors != errors_before) {
     m->nfuncs--; /* drop the partial function */
     return NULL;

@@ -178,6 +178,10 @@ const char *type_name(Gen *g, TType t);
 
 /* ---- irgen_builtins.c ---- */
 SVal gen_builtin(Gen *g, Expr *call);
+/* Whether wait_turn and pass_turn alternate along every path of f,
+ * beginning with wait_turn and ending without the turn (errors at the
+ * misuse). */
+bool gen_check_turns(const Func *f, Diags *diags);
 
 /* ---- irgen.c ---- */
 SVal gen_call_fn(Gen *g, Expr *call);

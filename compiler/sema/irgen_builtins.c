@@ -691,6 +691,81 @@ IRGEN_NOINLINE static SVal bi_fence(const Call *c) {
   return (SVal){.kind = SV_VOID, .loc = c->loc};
 }
 
+/* wait_turn(), pass_turn(): the consumer warpgroups' turn
+ * (spec/builtins.md); gen_check_turns checks their order. */
+IRGEN_NOINLINE static SVal bi_turn(const Call *c, OpKind kind) {
+  emit_op(c->g, kind, 0, NULL, 0, type_scalar(SK_VOID), c->loc);
+  return (SVal){.kind = SV_VOID, .loc = c->loc};
+}
+
+/* The turn along every path of block b, entered holding the turn taken
+ * by `held` (NULL: not holding it); returns the op that took the turn
+ * held at the block's end. Reports the first misuse and stops. */
+typedef struct TurnWalk {
+  Diags *diags;
+  bool failed;
+} TurnWalk;
+
+static const Op *turn_walk(TurnWalk *w, const Block *b, const Op *held) {
+  for (const Op *op = b->first; op && !w->failed; op = op->next) {
+    if (op->kind == OP_TURN_WAIT) {
+      if (held) {
+        diag_error(w->diags, op->loc,
+                   "wait_turn(): the turn is already held here (taken at %d:%d); pass it with pass_turn() first",
+                   held->loc.line, held->loc.col);
+        w->failed = true;
+      }
+      held = op;
+    } else if (op->kind == OP_TURN_PASS) {
+      if (!held) {
+        diag_error(w->diags, op->loc, "pass_turn(): the turn is not held here; take it with wait_turn() first");
+        w->failed = true;
+      }
+      held = NULL;
+    } else if (op->kind == OP_IF) {
+      const Op *then_end = turn_walk(w, &op->regions[0], held);
+      const Op *else_end = w->failed ? then_end : turn_walk(w, &op->regions[1], held);
+      if (!w->failed && !then_end != !else_end) {
+        diag_error(w->diags, op->loc,
+                   "the branches of this 'if' leave the turn differently (held after the %s branch only); take and "
+                   "pass it alike in both",
+                   then_end ? "then" : "else");
+        w->failed = true;
+      }
+      held = then_end ? then_end : else_end;
+    } else {
+      for (int r = 0; r < op->nregions && !w->failed; r++) {
+        const Op *end = turn_walk(w, &op->regions[r], held);
+        if (!w->failed && !end != !held) {
+          if (end)
+            diag_error(w->diags, op->loc,
+                       "an iteration of this loop ends holding the turn taken at %d:%d but begins without it: each "
+                       "iteration must leave the turn as it found it",
+                       end->loc.line, end->loc.col);
+          else
+            diag_error(w->diags, op->loc,
+                       "an iteration of this loop begins holding the turn (taken at %d:%d) and ends without it: each "
+                       "iteration must leave the turn as it found it",
+                       held->loc.line, held->loc.col);
+          w->failed = true;
+        }
+      }
+    }
+  }
+  return held;
+}
+
+bool gen_check_turns(const Func *f, Diags *diags) {
+  TurnWalk w = {diags, false};
+  const Op *end = turn_walk(&w, &f->body, NULL);
+  if (!w.failed && end) {
+    diag_error(diags, end->loc, "the turn taken here is still held where kernel '%s' ends; pass it with pass_turn()",
+               f->name);
+    w.failed = true;
+  }
+  return !w.failed;
+}
+
 SVal gen_builtin(Gen *g, Expr *e) {
   BuiltinId id = (BuiltinId)e->call.sym->id;
   Call c = {g, e, builtin_info[id].name, e->loc};
@@ -739,6 +814,8 @@ SVal gen_builtin(Gen *g, Expr *e) {
   case BI_DEVICE_ASSERT: return bi_device_assert(&c);
   case BI_STATIC_PRINT: return bi_static_print(&c);
   case BI_FENCE: return bi_fence(&c);
+  case BI_WAIT_TURN: return bi_turn(&c, OP_TURN_WAIT);
+  case BI_PASS_TURN: return bi_turn(&c, OP_TURN_PASS);
   case BI_COUNT: break;
   }
   return sv_error();

@@ -71,7 +71,9 @@
   X(STATIC_PRINT, "static_print", 1, 2, "value,message")              \
   X(DEVICE_PRINT, "device_print", 1, 2, "message,value")              \
   X(DEVICE_ASSERT, "device_assert", 1, 2, "cond,message")             \
-  X(FENCE, "fence", 0, 0, "")
+  X(FENCE, "fence", 0, 0, "")                                           \
+  X(WAIT_TURN, "wait_turn", 0, 0, "")                                   \
+  X(PASS_TURN, "pass_turn", 0, 0, "")
 
 typedef enum BuiltinId {
 #define X(id, name, mina, maxa, params) BI_##id,

@@ -113,18 +113,19 @@ static bool forward_matches_interpreter(const Variant *fwd, DBuf *bufs, const ti
  * sequence for BHSD, rows of tokens for BSHD): out and lse against the
  * reference. */
 static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
-                            const double *want_lse, bool two_blocks) {
+                            const double *want_lse, bool two_blocks, bool turns) {
   char dim[8], window[16];
   snprintf(dim, sizeof dim, "%d", c->dim), snprintf(window, sizeof window, "%d", c->window);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window,
-                        "BSHD", c->bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                        "BSHD", c->bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  int at = 8;
+  if (turns) defs[at++] = "TURNS", defs[at++] = "true";
   if (two_blocks) { /* BLOCK_N 64 at d128, 32 at d256: four tiles a stage; Q in registers up to d128 */
-    int at = 8;
     defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
     if (c->dim > 64) defs[at++] = "BLOCK_N", defs[at++] = c->dim == 128 ? "64" : "32";
     if (c->dim <= 128) defs[at++] = "Q_IN_REGISTERS", defs[at++] = "true";
   } else { /* the one-block loop, Q in shared memory */
-    defs[8] = "TWO_BLOCKS", defs[9] = "false", defs[10] = "Q_IN_REGISTERS", defs[11] = "false";
+    defs[at++] = "TWO_BLOCKS", defs[at++] = "false", defs[at++] = "Q_IN_REGISTERS", defs[at++] = "false";
   }
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws.tile", defs, &w)) return false;
@@ -152,7 +153,7 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
   if (ok) {
     double e = error_of(&out, want), e_lse = 0;
     for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - want_lse[i]));
-    const char *form = two_blocks ? " (two blocks)" : "";
+    const char *form = two_blocks ? (turns ? " (two blocks, turns)" : " (two blocks)") : "";
     if (!(e <= ATTN_BF16_TOL)) printf("  flash_attention_ws%s out: relative error %.3g\n", form, e);
     if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws%s lse: max abs error %.3g\n", form, e_lse);
     ok = e <= ATTN_BF16_TOL && e_lse <= ATTN_LSE_TOL;
@@ -163,11 +164,13 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
 }
 
 /* Both loops of the forward: one key block per iteration, and two
- * (TWO_BLOCKS, with Q_IN_REGISTERS up to d128). */
+ * (TWO_BLOCKS, with Q_IN_REGISTERS up to d128), the latter also with the
+ * consumer warpgroups taking turns (TURNS). */
 static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
                                const double *want_lse) {
-  bool one = ws_forward_form(g, c, q, k, v, want, want_lse, false);
-  return ws_forward_form(g, c, q, k, v, want, want_lse, true) && one;
+  bool one = ws_forward_form(g, c, q, k, v, want, want_lse, false, false);
+  bool two = ws_forward_form(g, c, q, k, v, want, want_lse, true, false);
+  return ws_forward_form(g, c, q, k, v, want, want_lse, true, true) && one && two;
 }
 
 /* flash_attention_bwd_ws.tile (the warp-specialized dk/dv and dq) on the

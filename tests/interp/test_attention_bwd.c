@@ -223,18 +223,19 @@ Test(attention_bwd, d64_full_window_150_bf16) {
  * sm_scale: 0 for 1 / sqrt(dim); a large one spreads the scores so that
  * rows' maxima grow by more than the kernel's rescale slack (2^8) from one
  * key block to the next, which inputs in [-1, 1] at 1 / sqrt(dim) never do. */
-static void check_attention_ws_form(Shape s, uint64_t seed, bool two_blocks, double sm_scale) {
+static void check_attention_ws_form(Shape s, uint64_t seed, bool two_blocks, double sm_scale, bool turns) {
   char d[8], w[16];
   snprintf(d, sizeof d, "%d", s.dim), snprintf(w, sizeof w, "%d", s.window);
   const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "WINDOW", w,
-                        "BSHD", s.bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                        "BSHD", s.bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  int at = 8;
+  if (turns) defs[at++] = "TURNS", defs[at++] = "true";
   if (two_blocks) { /* with Q_IN_REGISTERS up to d128 */
-    int at = 8;
     defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
     if (s.dim > 64) defs[at++] = "BLOCK_N", defs[at++] = s.dim == 128 ? "64" : "32";
     if (s.dim <= 128) defs[at++] = "Q_IN_REGISTERS", defs[at++] = "true";
   } else { /* the one-block loop, Q in shared memory */
-    defs[8] = "TWO_BLOCKS", defs[9] = "false", defs[10] = "Q_IN_REGISTERS", defs[11] = "false";
+    defs[at++] = "TWO_BLOCKS", defs[at++] = "false", defs[at++] = "Q_IN_REGISTERS", defs[at++] = "false";
   }
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws.tile", NULL, defs);
   size_t nq = (size_t)s.batch * s.heads * s.seqlen * s.dim, nkv = (size_t)s.batch * s.heads_kv * s.seqlen * s.dim;
@@ -286,7 +287,7 @@ static void check_attention_ws_form(Shape s, uint64_t seed, bool two_blocks, dou
   tc_free(c);
 }
 
-static void check_attention_ws(Shape s, uint64_t seed) { check_attention_ws_form(s, seed, false, 0); }
+static void check_attention_ws(Shape s, uint64_t seed) { check_attention_ws_form(s, seed, false, 0, false); }
 
 Test(attention_ws, d128_full_odd_length) { check_attention_ws((Shape){1, 2, 2, 150, 128, false, false, "bf16", 0}, 61); }
 Test(attention_ws, d64_causal_gqa) { check_attention_ws((Shape){2, 4, 2, 200, 64, true, false, "bf16", 0}, 62); }
@@ -300,22 +301,29 @@ Test(attention_ws, d128_full_window_200) { check_attention_ws((Shape){1, 1, 1, 3
 /* the two-block loop: odd numbers of key blocks (a block b past the end),
  * causal (a block b past every row), windows, GQA, BSHD */
 Test(attention_ws, two_blocks_d64_causal_gqa) {
-  check_attention_ws_form((Shape){2, 4, 2, 200, 64, true, false, "bf16", 0}, 67, true, 0);
+  check_attention_ws_form((Shape){2, 4, 2, 200, 64, true, false, "bf16", 0}, 67, true, 0, false);
 }
 Test(attention_ws, two_blocks_d64_bshd_gqa_full) {
-  check_attention_ws_form((Shape){2, 4, 1, 390, 64, false, true, "bf16", 0}, 68, true, 0);
+  check_attention_ws_form((Shape){2, 4, 1, 390, 64, false, true, "bf16", 0}, 68, true, 0, false);
 }
 Test(attention_ws, two_blocks_d64_causal_window_70_bshd) {
-  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, true, "bf16", 70}, 69, true, 0);
+  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, true, "bf16", 70}, 69, true, 0, false);
 }
 Test(attention_ws, d64_causal_rows_rescaled) {
-  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, false, "bf16", 0}, 71, false, 6.0);
+  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, false, "bf16", 0}, 71, false, 6.0, false);
 }
 Test(attention_ws, two_blocks_d64_full_rows_rescaled) {
-  check_attention_ws_form((Shape){1, 2, 1, 390, 64, false, false, "bf16", 0}, 72, true, 6.0);
+  check_attention_ws_form((Shape){1, 2, 1, 390, 64, false, false, "bf16", 0}, 72, true, 6.0, false);
 }
 Test(attention_ws, two_blocks_d128_full_window_200) {
-  check_attention_ws_form((Shape){1, 1, 1, 333, 128, false, false, "bf16", 200}, 70, true, 0);
+  check_attention_ws_form((Shape){1, 1, 1, 333, 128, false, false, "bf16", 200}, 70, true, 0, false);
+}
+/* the consumer warpgroups taking turns (TURNS: the same values) */
+Test(attention_ws, turns_two_blocks_d64_causal_rows_rescaled) {
+  check_attention_ws_form((Shape){1, 2, 2, 300, 64, true, false, "bf16", 0}, 73, true, 6.0, true);
+}
+Test(attention_ws, turns_one_block_d128_full) {
+  check_attention_ws_form((Shape){1, 2, 1, 200, 128, false, false, "bf16", 0}, 74, false, 0, true);
 }
 
 /* ---- flash_attention_varlen.tile: packed sequences of different lengths ---- */

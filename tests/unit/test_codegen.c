@@ -85,11 +85,16 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "256", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"CAUSAL", "true", "WINDOW", "256", "BSHD", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "WINDOW", "100", NULL}},
-    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TWO_BLOCKS", "true", NULL}},
-    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "CAUSAL", "true", "TWO_BLOCKS", "true", NULL}},
+    /* (the default at d64 and d128: two key blocks, Q in registers) */
+    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TWO_BLOCKS", "false", "Q_IN_REGISTERS", "false", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"TWO_BLOCKS", "false", "Q_IN_REGISTERS", "false", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"BLOCK_N", "64", "TWO_BLOCKS", "true", "WINDOW", "100", NULL}},
-    {"lang/std/flash_attention_ws.tile", {"BLOCK_N", "64", "TWO_BLOCKS", "true", "Q_IN_REGISTERS", "true", NULL}},
-    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TWO_BLOCKS", "true", "Q_IN_REGISTERS", "true", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"Q_IN_REGISTERS", "false", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "Q_IN_REGISTERS", "false", NULL}},
+    /* consumer warpgroups taking turns */
+    {"lang/std/flash_attention_ws.tile", {"TURNS", "true", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TURNS", "true", "CAUSAL", "true", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"TURNS", "true", "TWO_BLOCKS", "false", "Q_IN_REGISTERS", "false", NULL}},
     {"lang/std/flash_attention_varlen.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
@@ -988,11 +993,67 @@ Test(codegen, accumulator_rescale_by_ones_is_skipped) {
    * between its commit and the compare */
   const char *commit = strstr(ptx, "wgmma.commit_group"), *wait = strstr(ptx, "wgmma.wait_group");
   cr_expect(commit && cmp && wait && commit < cmp && cmp < wait, "the wait is not behind the branch:\n%s", ptx);
+  /* the branch with the wait is taken by the whole warpgroup or none */
+  const char *vote = strstr(ptx, "barrier.red.or.pred");
+  cr_expect(vote && cmp < vote && vote < wait, "no warpgroup vote before the branch with the wait:\n%s", ptx);
   free(ptx);
   snprintf(src, sizeof src, fmt, "acc = acc * r[:, None];");
   ptx = harness_emit_source(src, TC_EMIT_PTX);
   cr_expect(strstr(ptx, "mul.rn.f32") && !strstr(ptx, "0f3F800000"), "a product not feeding a dot is skipped:\n%s", ptx);
   free(ptx);
+}
+
+/* wait_turn / pass_turn: named barriers of the consumer warpgroups, each
+ * behind a branch of its own (ptxas moves work across a barrier within a
+ * basic block); in the one-block attention loop the turn is passed right
+ * after QK^T is issued, before its wait; nothing without a split; a
+ * barrier of all consumers while holding the turn is an error. */
+Test(codegen, consumer_turns_are_named_barriers_behind_branches) {
+  char *ptx = ptx_of("lang/std/flash_attention_ws.tile",
+                     (const char *[]){"TURNS", "true", "TWO_BLOCKS", "false", "Q_IN_REGISTERS", "false", NULL});
+  int waits = 0, passes = 0;
+  for (const char *p = ptx; (p = strstr(p, "bra $turn_")); p++) {
+    const char *end = strchr(p, '}');
+    cr_assert(end);
+    waits += strstr(p, "barrier.sync") && strstr(p, "barrier.sync") < end;
+    passes += strstr(p, "barrier.arrive") && strstr(p, "barrier.arrive") < end;
+  }
+  /* warpgroup 0's first arrive and last wait; the loop's wait and pass,
+   * and those before and after it */
+  cr_expect(waits == 3 && passes == 3, "%d waits and %d passes behind branches:\n%s", waits, passes, ptx);
+  bool passed_in_flight = false; /* some commit is followed by a pass before its wait */
+  for (const char *commit = ptx; (commit = strstr(commit, "wgmma.commit_group")); commit++) {
+    const char *pass = strstr(commit, "barrier.arrive"), *wait = strstr(commit, "wgmma.wait_group");
+    passed_in_flight |= pass && wait && pass < wait;
+  }
+  cr_expect(passed_in_flight, "QK^T's wait comes before the turn is passed:\n%s", ptx);
+  free(ptx);
+  static const char *const alone = "@warps(8)\n"
+                                   "kernel k(o: *f32) { wait_turn(); store(o + arange(0, 128), zeros([128], f32)); "
+                                   "pass_turn(); }\n";
+  ptx = harness_emit_source(alone, TC_EMIT_PTX);
+  cr_expect(!strstr(ptx, "$turn_"), "turns without @warp_specialize:\n%s", ptx);
+  free(ptx);
+  static const char *const held = "@warp_specialize(1, 2, 24, 240)\n"
+                                  "kernel k(o: *f32, a: tensor<bf16, 2>, b: tensor<bf16, 2>, n: i32) {\n"
+                                  "  var acc = zeros([128, 64], f32);\n"
+                                  "  wait_turn();\n"
+                                  "  @pipeline(stages = 2)\n"
+                                  "  for i in range(0, n, 64) {\n"
+                                  "    acc = dot(load_block(a, [0, i], [128, 64]), load_block(b, [i, 0], [64, 64]), acc);\n"
+                                  "    store(o + arange(0, 64), sum(acc, 0));\n"
+                                  "  }\n"
+                                  "  pass_turn();\n"
+                                  "  store(o + arange(0, 128)[:, None] * 64 + arange(0, 64)[None, :], acc);\n"
+                                  "}\n";
+  tc_compilation *c = tc_compile("t.tile", held, strlen(held), NULL);
+  cr_assert(tc_error_count(c) == 0, "%s", tc_diagnostics(c));
+  cr_expect(!tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}));
+  cr_expect(strstr(tc_diagnostics(c), "t.tile:8:30: error: GPU back end: this op needs a barrier of all consumer "
+                                      "warpgroups") &&
+                strstr(tc_diagnostics(c), "holds the turn taken at 4:3"),
+            "%s", tc_diagnostics(c));
+  tc_free(c);
 }
 
 /* Deferred wgmma waits: in the fused gate/up GEMM the two products of an

@@ -45,6 +45,26 @@ static const DiagCase cases[] = {
      "t.tile:1:20: error: 'fence' takes 0 arguments (got 1)"},
     {"the value of a fence", SRC("kernel k(o: *i32) { let f = fence(); }"), NULL, NULL,
      "t.tile:1:29: error: this call has no value to bind to 'f'"},
+    /* ---- wait_turn, pass_turn ---- */
+    {"wait_turn with an argument", SRC("kernel k() { wait_turn(1); }"), NULL, NULL,
+     "t.tile:1:24: error: 'wait_turn' takes 0 arguments (got 1)"},
+    {"the turn taken twice", SRC("kernel k() { wait_turn(); wait_turn(); pass_turn(); }"), NULL, NULL,
+     "t.tile:1:27: error: wait_turn(): the turn is already held here (taken at 1:14); pass it with pass_turn() first"},
+    {"the turn passed without being held", SRC("kernel k() { pass_turn(); }"), NULL, NULL,
+     "t.tile:1:14: error: pass_turn(): the turn is not held here; take it with wait_turn() first"},
+    {"branches that leave the turn differently",
+     SRC("kernel k(n: i32) { wait_turn(); if n > 0 { pass_turn(); } pass_turn(); }"), NULL, NULL,
+     "t.tile:1:33: error: the branches of this 'if' leave the turn differently (held after the else branch only); "
+     "take and pass it alike in both"},
+    {"a loop that takes the turn", SRC("kernel k(n: i32) { for i in range(0, n) { wait_turn(); } }"), NULL, NULL,
+     "t.tile:1:20: error: an iteration of this loop ends holding the turn taken at 1:43 but begins without it: each "
+     "iteration must leave the turn as it found it"},
+    {"a loop that passes the turn", SRC("kernel k(n: i32) { wait_turn(); for i in range(0, n) { pass_turn(); } }"),
+     NULL, NULL,
+     "t.tile:1:33: error: an iteration of this loop begins holding the turn (taken at 1:20) and ends without it: each "
+     "iteration must leave the turn as it found it"},
+    {"the turn held at the end", SRC("kernel k() { wait_turn(); }"), NULL, NULL,
+     "t.tile:1:14: error: the turn taken here is still held where kernel 'k' ends; pass it with pass_turn()"},
     /* ---- lexical ---- */
     {"invalid UTF-8 in code", SRC("kernel k() { let x\xff = 1; }"), NULL, NULL,
      "t.tile:1:19: error: invalid UTF-8 byte 0xff"},

@@ -13,7 +13,7 @@ syn keyword tileBuiltin device_print device_assert program_id num_programs clust
 syn keyword tileBuiltin sum max min argmax argmin cumsum maximum minimum where fma cdiv
 syn keyword tileBuiltin exp exp2 log log2 sqrt rsqrt sin cos tanh erf sigmoid floor ceil abs
 syn keyword tileBuiltin broadcast_to reshape trans expand_dims bitcast static_assert static_print
-syn keyword tileBuiltin atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas fence
+syn keyword tileBuiltin atomic_add atomic_max atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas fence wait_turn pass_turn
 
 syn match tileAnnotation "@\h\w*"
 syn match tileNumber "\<0[xX][0-9a-fA-F_]\+\>"
