@@ -2,10 +2,12 @@
 #include "gpu_common.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "numeric/numeric.h"
 
@@ -15,9 +17,40 @@ double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The suite's watchdog: a kernel that hangs holds its GPU context (and
+ * the device call) until an outer timeout; instead, when no test has
+ * finished for TILE_GPU_TEST_SECONDS (default GPU_TEST_SECONDS), the
+ * suite stops at once, naming the last test that finished. State of the
+ * test program only (a signal handler needs it static). */
+#define GPU_TEST_SECONDS 120
+static char watch_last[160] = "(none yet)";
+static unsigned watch_seconds;
+
+static void watch_fire(int sig) {
+  (void)sig;
+  static const char head[] = "\nTIMEOUT: no GPU test finished within the watchdog's time after \"";
+  static const char tail[] = "\" (the test after it hangs?); stopping\n";
+  if (write(STDOUT_FILENO, head, sizeof head - 1) < 0 || write(STDOUT_FILENO, watch_last, strlen(watch_last)) < 0 ||
+      write(STDOUT_FILENO, tail, sizeof tail - 1) < 0)
+    _exit(124);
+  _exit(124);
+}
+
+void gpu_watchdog_start(void) {
+  const char *env = getenv("TILE_GPU_TEST_SECONDS");
+  long s = env && *env ? strtol(env, NULL, 10) : GPU_TEST_SECONDS;
+  watch_seconds = s > 0 ? (unsigned)s : GPU_TEST_SECONDS;
+  signal(SIGALRM, watch_fire);
+  alarm(watch_seconds);
+}
+
 void gpu_report(Gpu *g, const char *name, bool ok, double t0, int *failed) {
   printf("%s %s (%.0f ms)\n", ok ? "ok  " : "FAIL", name, now_ms() - t0);
   fflush(stdout);
+  if (watch_seconds) {
+    snprintf(watch_last, sizeof watch_last, "%s", name);
+    alarm(watch_seconds);
+  }
   if (ok) {
     g->passed++;
   } else {

@@ -97,6 +97,9 @@ double now_ms(void);
 /* Prints a case's line ("ok  " or "FAIL", its name, the milliseconds
  * since t0) and counts it in g, and in *failed when failed is not NULL. */
 void gpu_report(Gpu *g, const char *name, bool ok, double t0, int *failed);
+/* Stops the suite (exit 124, naming the last finished test) when no test
+ * finishes for TILE_GPU_TEST_SECONDS seconds (default 120). */
+void gpu_watchdog_start(void);
 int cmp_double(const void *a, const void *b);
 
 #endif

@@ -555,6 +555,7 @@ int gpu_tests_main(int argc, char **argv, const char *source_root) {
     printf("SKIP: the GPU suite needs a CUDA device\n");
     return EXIT_SKIP;
   }
+  gpu_watchdog_start();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const Case *c = &cases[i];
     if (only && !strstr(c->name, only)) continue;
