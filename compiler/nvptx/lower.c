@@ -613,7 +613,6 @@ static void lower_block(Lower *L, const Block *b) {
  * pass, so that every barrier ends where it began. Nothing without a split
  * or with one consumer warpgroup. */
 
-
 /* A turn barrier (sync or arrive) on barrier `id`, where `pred` (or
  * always). The barrier sits behind a branch of its own (taken only for an
  * id of 0, which no turn has): ptxas schedules instructions across a

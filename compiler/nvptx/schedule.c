@@ -569,15 +569,16 @@ static Op *tie_operands(Sched *s, Op *w, Op *op) {
 }
 
 /* Moves each wgmma_wait of a block down to the first op that reads what
- * it waits for, past ops that only compute, past the consumers' turn
- * (a pass_turn passes it once the products are issued) and past other
- * wgmmas (each one more group that may stay pending), so that what is independent of
- * a product runs while the tensor cores compute it: flash attention's
- * softmax of key block j under the P.V product of block j - 1. A wait
- * never passes memory effects (stores, barriers, copies) or another wait;
- * the releases of ring stages that follow it (mbar_arrive) go down with
- * it, which only hands the stage back later. The block's waits are moved
- * last first, so that a later wait is out of the way of an earlier one. */
+ * it waits for, past ops that only compute, past the consumers' turn (a
+ * pass_turn passes it once the products are issued) and past other wgmmas
+ * (each one more group that may stay pending), so that what is
+ * independent of a product runs while the tensor cores compute it: flash
+ * attention's softmax of key block j under the P.V product of block j - 1.
+ * A wait never passes memory effects (stores, barriers, copies) or another
+ * wait; the releases of ring stages that follow it (mbar_arrive) go down
+ * with it, which only hands the stage back later. The block's waits are
+ * moved last first, so that a later wait is out of the way of an earlier
+ * one. */
 static void defer_waits(Sched *s, Block *b) {
   enum { MAX_WAITS = 64 };
   Op *waits[MAX_WAITS];

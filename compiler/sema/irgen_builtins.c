@@ -698,14 +698,14 @@ IRGEN_NOINLINE static SVal bi_turn(const Call *c, OpKind kind) {
   return (SVal){.kind = SV_VOID, .loc = c->loc};
 }
 
+typedef struct TurnWalk {
+  Diags *diags;
+  bool failed; /* a misuse was reported: the walk stops */
+} TurnWalk;
+
 /* The turn along every path of block b, entered holding the turn taken
  * by `held` (NULL: not holding it); returns the op that took the turn
  * held at the block's end. Reports the first misuse and stops. */
-typedef struct TurnWalk {
-  Diags *diags;
-  bool failed;
-} TurnWalk;
-
 static const Op *turn_walk(TurnWalk *w, const Block *b, const Op *held) {
   for (const Op *op = b->first; op && !w->failed; op = op->next) {
     if (op->kind == OP_TURN_WAIT) {
