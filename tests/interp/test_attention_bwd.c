@@ -133,7 +133,8 @@ static void check_attention(Shape s, uint64_t seed) {
   /* flash_attention_bwd_ws.tile: dk/dv and dq warp-specialized over TMA
    * rings, the descriptors over rows of heads (BHSD) or of tokens (BSHD) */
   HBuf dk3 = hbuf_new(s.type, nkv, "dk3"), dv3 = hbuf_new(s.type, nkv, "dv3"), dq3 = hbuf_new(s.type, nq, "dq3");
-  hbuf_poison(&dk3), hbuf_poison(&dv3), hbuf_poison(&dq3);
+  HBuf dq4 = hbuf_new(s.type, nq, "dq4"); /* dq with the consumer warpgroups taking turns */
+  hbuf_poison(&dk3), hbuf_poison(&dv3), hbuf_poison(&dq3), hbuf_poison(&dq4);
   {
     const char *wd[] = {"T",      s.type, "HEAD_DIM", dim, "CAUSAL", s.causal ? "true" : "false",
                         "WINDOW", window, "BSHD",     s.bshd ? "true" : "false", NULL};
@@ -162,6 +163,12 @@ static void check_attention(Shape s, uint64_t seed) {
     const HBuf *qb3[] = {&dq3, &q, &k, &v, &dout, &lse, &delta};
     harness_run(wq, (int64_t[3]){harness_cdiv(s.seqlen, block_of(wq, "BLOCK_M")), bh, 1}, qa3, 11, qb3, 7);
     tc_free(wq);
+    const char *td[] = {"T",    s.type, "HEAD_DIM", dim,    "CAUSAL", s.causal ? "true" : "false", "WINDOW", window,
+                        "BSHD", s.bshd ? "true" : "false", "TURNS", "true", NULL};
+    tc_compilation *wt = harness_compile(FILE_BWD_WS, "attention_bwd_dq_ws", td);
+    qa3[0].p = dq4.data, qb3[0] = &dq4;
+    harness_run(wt, (int64_t[3]){harness_cdiv(s.seqlen, block_of(wt, "BLOCK_M")), bh, 1}, qa3, 11, qb3, 7);
+    tc_free(wt);
   }
 
   AttnRefShape rs = {s.batch, s.heads, s.heads_kv, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, skv.b, skv.h, skv.n,
@@ -185,9 +192,11 @@ static void check_attention(Shape s, uint64_t seed) {
   cr_expect_lt(e_dk2, tol, "%s: dk rel error %g (atomic dq)", what, e_dk2);
   cr_expect_lt(e_dv2, tol, "%s: dv rel error %g (atomic dq)", what, e_dv2);
   double e_dk3 = rel_error(&dk3, r.dk, nkv), e_dv3 = rel_error(&dv3, r.dv, nkv), e_dq3 = rel_error(&dq3, r.dq, nq);
+  double e_dq4 = rel_error(&dq4, r.dq, nq);
   cr_expect_lt(e_dk3, tol, "%s: dk rel error %g (warp-specialized)", what, e_dk3);
   cr_expect_lt(e_dv3, tol, "%s: dv rel error %g (warp-specialized)", what, e_dv3);
   cr_expect_lt(e_dq3, tol, "%s: dq rel error %g (warp-specialized)", what, e_dq3);
+  cr_expect_lt(e_dq4, tol, "%s: dq rel error %g (warp-specialized, turns)", what, e_dq4);
   double e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
   cr_expect_lt(e_lse, LSE_TOL, "%s: lse max abs error %g", what, e_lse);
@@ -195,8 +204,8 @@ static void check_attention(Shape s, uint64_t seed) {
   for (int i = 0; i < 4; i++) free(in[i]);
   HBuf *all[] = {&q, &k, &v, &dout, &out, &dq, &dk, &dv, &lse, &delta};
   for (int i = 0; i < 10; i++) hbuf_free(all[i]);
-  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2, &dk3, &dv3, &dq3};
-  for (int i = 0; i < 7; i++) hbuf_free(exp_bufs[i]);
+  HBuf *exp_bufs[] = {&acc, &dq2, &dk2, &dv2, &dk3, &dv3, &dq3, &dq4};
+  for (int i = 0; i < 8; i++) hbuf_free(exp_bufs[i]);
   tc_free(fwd), tc_free(pre), tc_free(dkdv), tc_free(dqk), tc_free(fz), tc_free(cv);
 }
 

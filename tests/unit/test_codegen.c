@@ -209,6 +209,10 @@ Test(codegen, mlp_and_moe_kernels_assemble_without_spills_or_wgmma_notes) {
             {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "1", NULL}},
             {"lang/std/moe.tile", "moe_gemm", {"GATED", "true", "ACT", "0", "EXPERTS", "256", NULL}},
             {"lang/std/moe.tile", "moe_combine", {NULL}},
+            /* the backward's dq with the consumer warpgroups taking turns */
+            {"lang/std/flash_attention_bwd_ws.tile", "attention_bwd_dq_ws", {"TURNS", "true", NULL}},
+            {"lang/std/flash_attention_bwd_ws.tile", "attention_bwd_dq_ws",
+             {"HEAD_DIM", "64", "CAUSAL", "true", "TURNS", "true", NULL}},
             /* paged prefill as libtile_attention builds it (8 warps, wgmma) */
             {"lang/std/paged_decode.tile", "paged_prefill", {NULL}},
             {"lang/std/paged_decode.tile", "paged_prefill", {"PAGE", "1", "KV", "f8e4m3", "SCALED", "true", NULL}},
