@@ -601,10 +601,13 @@ void bench_attention(Gpu *g) {
     bwd_sweep(g, sweep);
     return;
   }
+  /* TILE_BENCH_ATTN_ONLY: the forward shapes it names, or "backward" for
+   * the backward's rows alone */
   const char *only = getenv("TILE_BENCH_ATTN_ONLY");
-  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+  bool backward_only = only && !strcmp(only, "backward");
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !backward_only; i++)
     if (!only || !*only || shape_chosen(&shapes[i], only)) bench_shape(g, &shapes[i]);
-  if (only && *only) return;
+  if (only && *only && !backward_only) return;
   const char *pers = getenv("TILE_BENCH_ATTN_PERSISTENT");
   if (pers && *pers) return; /* the forward experiment only */
   bench_backward(g, false, NULL);
