@@ -392,18 +392,20 @@ static void bwd_ws_poll(Gpu *g, const BwdRun *r, const char *file, const Variant
 }
 
 /* TILE_BENCH_BWD_TURNS: the dq kernel (wq on qa, writing dq into qa[0]'s
- * buffer) against a build whose consumer warpgroups take turns (TURNS),
- * alternately three times each, and the turns build's dq (into `spare`,
- * poisoned first) against wq's. */
+ * buffer `dq`) against a build whose consumer warpgroups take turns
+ * (TURNS), alternately three times each, and the turns build's dq (into a
+ * buffer of its own, poisoned first) against wq's. */
 static void bwd_ws_turns(Gpu *g, const BwdRun *r, const char *file, const Variant *wq, const tile_arg *qa,
-                         uint64_t dq, uint64_t spare) {
+                         uint64_t dq) {
   const char *defs[8] = {NULL};
   int n = 0;
   while (r->defs[n] && n < 6) defs[n] = r->defs[n], n++;
   defs[n] = "TURNS", defs[n + 1] = "true";
   Variant tq = {0};
-  if (!variant_build_kernel(g, file, "attention_bwd_dq_ws", defs, &tq)) {
+  uint64_t spare = dev_bf16(g, r->n, 0, false);
+  if (!spare || !variant_build_kernel(g, file, "attention_bwd_dq_ws", defs, &tq)) {
     printf("bwd ws turns: not built: %s\n", tile_last_error());
+    if (spare) tile_mem_free(g->rt, spare);
     return;
   }
   tile_arg ta[11];
@@ -418,6 +420,7 @@ static void bwd_ws_turns(Gpu *g, const BwdRun *r, const char *file, const Varian
   printf("bwd ws turns %s: dq with turns agrees with dq to %.2g\n", r->causal ? "causal" : "full",
          ran ? agreement(g, spare, dq, r->n) : INFINITY);
   variant_free(&tq);
+  tile_mem_free(g->rt, spare);
 }
 
 /* The backward through flash_attention_bwd_ws.tile (what tile_attention.h
@@ -456,14 +459,12 @@ static void bwd_ws(Gpu *g, const BwdRun *r, bool row) {
     double ms_w = ms > 0 ? time_one_kernel(g, &w, "BLOCK_N", r->bh, wa, 12) : -1;
     double ms_q = ms > 0 ? time_one_kernel(g, &wq, "BLOCK_M", r->bh, qa, 11) : -1;
     if (ms > 0 && getenv("TILE_BENCH_BWD_POLL")) bwd_ws_poll(g, r, file, &w, &wq, wa, qa);
-    /* (x[1] holds dk: free again once it is compared below, so dk is compared first) */
-    double dk_agree = ms > 0 && tile_synchronize(g->rt) == TILE_OK ? agreement(g, x[1], r->dk, r->n) : INFINITY;
-    if (ms > 0 && getenv("TILE_BENCH_BWD_TURNS")) bwd_ws_turns(g, r, file, &wq, qa, x[0], x[1]);
+    if (ms > 0 && getenv("TILE_BENCH_BWD_TURNS")) bwd_ws_turns(g, r, file, &wq, qa, x[0]);
     bool ran = ms > 0 && tile_synchronize(g->rt) == TILE_OK;
     printf("bwd ws d128 16k %s: %.3f ms (dkdv %.3f, dq %.3f) against flash_attention_bwd.tile's %.3f (dkdv %.3f, "
            "dq %.3f); dq agrees to %.2g, dk %.2g, dv %.2g\n",
            what, ms, ms_w, ms_q, r->ms, r->ms_k[1], r->ms_k[2], ran ? agreement(g, x[0], r->dq, r->n) : INFINITY,
-           dk_agree, ran ? agreement(g, x[2], r->dv, r->n) : INFINITY);
+           ran ? agreement(g, x[1], r->dk, r->n) : INFINITY, ran ? agreement(g, x[2], r->dv, r->n) : INFINITY);
     char name[ATTN_NAME_BYTES];
     snprintf(name, sizeof name, "attention bwd d128 16k %s tile (flash_attention_bwd_ws.tile)", what);
     if (row && ms > 0) bench_add_row(name, r->flop / (ms * 1e9), 0, "TFLOP/s");

@@ -88,6 +88,10 @@ static bool takes_turns(Lower *L) {
   return L->role == ROLE_CONSUMER && L->k->roles.consumers > 1 && !L->k->roles.pingpong;
 }
 
+LLVMValueRef warpgroup_of(Lower *L, LLVMValueRef tid) {
+  return LLVMBuildUDiv(L->b, tid, const_i32(L, 32 * WARPGROUP_WARPS), "warpgroup");
+}
+
 void barrier(Lower *L) {
   if (L->role == ROLE_NONE) {
     call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL, 0);
@@ -110,7 +114,7 @@ void barrier(Lower *L) {
   }
   LLVMValueRef id = const_i32(L, BARRIER_CONSUMERS);
   if (L->k->roles.pingpong) {
-    LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+    LLVMValueRef wg = warpgroup_of(L, L->tid_raw);
     id = LLVMBuildAdd(L->b, LLVMBuildSub(L->b, wg, const_i32(L, L->k->roles.producers), ""),
                       const_i32(L, BARRIER_PINGPONG_FIRST), "barrier_id");
   }
@@ -589,7 +593,7 @@ static void lower_op(Lower *L, const Op *op) {
   case OP_RING_NEXT: t = lower_ring_next(L, op, l); break;
   case OP_CONSUMER_ID: {
     t = lt_new(L, l);
-    LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+    LLVMValueRef wg = warpgroup_of(L, L->tid_raw);
     t->regs[0] = LLVMBuildSub(L->b, wg, const_i32(L, L->k->roles.producers), "consumer_id");
     break;
   }
@@ -628,10 +632,6 @@ static void turn_barrier(Lower *L, bool sync, LLVMValueRef id, LLVMValueRef pred
   mark_convergent(L, llvm_asm(L, text, "r,~{memory}", L->t_void, args, 1, true));
 }
 
-static LLVMValueRef consumer_warpgroup(Lower *L) {
-  return LLVMBuildUDiv(L->b, L->tid, const_i32(L, 32 * WARPGROUP_WARPS), "consumer_wg");
-}
-
 void lower_turn(Lower *L, const Op *op) {
   if (L->role == ROLE_CONSUMER && L->k->roles.pingpong) {
     lower_error(L, op,
@@ -643,7 +643,7 @@ void lower_turn(Lower *L, const Op *op) {
   }
   L->turn_held = op->kind == OP_TURN_WAIT ? op : NULL;
   if (!takes_turns(L)) return;
-  LLVMValueRef wg = consumer_warpgroup(L);
+  LLVMValueRef wg = warpgroup_of(L, L->tid);
   if (op->kind == OP_TURN_PASS)
     wg = LLVMBuildURem(L->b, LLVMBuildAdd(L->b, wg, const_i32(L, 1), ""), const_i32(L, L->k->roles.consumers), "");
   turn_barrier(L, op->kind == OP_TURN_WAIT, LLVMBuildAdd(L->b, wg, const_i32(L, BARRIER_TURN_FIRST), "turn_id"),
@@ -653,7 +653,7 @@ void lower_turn(Lower *L, const Op *op) {
 /* Warpgroup 0's part at the consumers' start (first) and end. */
 static void turn_ends(Lower *L, const Block *consumers, bool first) {
   if (!takes_turns(L) || !ir_block_has(consumers, OP_TURN_WAIT)) return;
-  LLVMValueRef zero = LLVMBuildICmp(L->b, LLVMIntEQ, consumer_warpgroup(L), const_i32(L, 0), "");
+  LLVMValueRef zero = LLVMBuildICmp(L->b, LLVMIntEQ, warpgroup_of(L, L->tid), const_i32(L, 0), "");
   turn_barrier(L, !first, const_i32(L, BARRIER_TURN_FIRST), zero);
 }
 
@@ -679,7 +679,7 @@ static void set_registers(Lower *L, int want, int entry) {
 void lower_warp_split(Lower *L, const Op *op) {
   const WarpRoles *r = &L->k->roles;
   int entry = entry_registers(32 * r->block_warps);
-  LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "warpgroup");
+  LLVMValueRef wg = warpgroup_of(L, L->tid_raw);
   LLVMValueRef producer = LLVMBuildICmp(L->b, LLVMIntULT, wg, const_i32(L, op->attr[0]), "");
   LLVMBasicBlockRef pb = new_block(L, "producer"), pw = new_block(L, "producer.warp"), cb = new_block(L, "consumer"),
                     done = new_block(L, "split.end");

@@ -528,7 +528,7 @@ static int distinct_regs(const LTile *t, LLVMValueRef *out) {
 /* Whether some thread of the warpgroup has `c` set, in every thread of
  * it: barrier.red.or over the warpgroup's own named barrier. */
 static LLVMValueRef warpgroup_any(Lower *L, LLVMValueRef c) {
-  LLVMValueRef wg = LLVMBuildUDiv(L->b, L->tid_raw, const_i32(L, 32 * WARPGROUP_WARPS), "");
+  LLVMValueRef wg = warpgroup_of(L, L->tid_raw);
   LLVMValueRef args[2] = {LLVMBuildZExt(L->b, c, L->t_i32, ""),
                           LLVMBuildAdd(L->b, wg, const_i32(L, BARRIER_VOTE_FIRST), "vote_id")};
   LLVMValueRef r = llvm_asm(L,

@@ -151,6 +151,9 @@ LLVMValueRef llvm_asm(Lower *L, const char *text, const char *constraints, LLVMT
 void mark_convergent(Lower *L, LLVMValueRef call);
 /* The thread that issues TMA copies and other one-thread work: tid 0. */
 LLVMValueRef is_elected(Lower *L);
+/* The warpgroup of thread number `tid` (tid_raw: of the block; tid: among
+ * the threads that compute). */
+LLVMValueRef warpgroup_of(Lower *L, LLVMValueRef tid);
 /* barrier.cluster arrive + wait: every thread of every program of the
  * cluster (lower_tma.c). */
 void lower_cluster_barrier(Lower *L);
