@@ -19,6 +19,10 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
  * events around each call); -1 when a call fails. */
 typedef bool (*LaunchFn)(void *ctx);
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx);
+/* Medians of two functions' times measured in alternating rounds (so that
+ * the GPU's clock and power state drift alike for both); false when a
+ * call fails. */
+bool bench_time_pair_ms(Gpu *g, LaunchFn fn_a, void *ctx_a, LaunchFn fn_b, void *ctx_b, double *ms_a, double *ms_b);
 /* Median milliseconds per call of rounds of calls issued back to back
  * (events around each round): the device time without the host's launch
  * latency in front of each call, as in a CUDA graph or a stream kept

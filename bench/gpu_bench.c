@@ -187,6 +187,10 @@ void bench_add_row(const char *name, double value, double anchor, const char *un
 
 double bench_time_ms(Gpu *g, LaunchFn fn, void *ctx) { return time_ms(g, fn, ctx); }
 
+bool bench_time_pair_ms(Gpu *g, LaunchFn fn_a, void *ctx_a, LaunchFn fn_b, void *ctx_b, double *ms_a, double *ms_b) {
+  return time_pair_ms(g, fn_a, ctx_a, fn_b, ctx_b, ms_a, ms_b);
+}
+
 double bench_time_queued_ms(Gpu *g, LaunchFn fn, void *ctx) {
   return time_rounds_ms(g, fn, ctx, QUEUED_ROUNDS, QUEUED_CALLS);
 }

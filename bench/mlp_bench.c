@@ -50,6 +50,33 @@ static bool run_layer(void *ctx) {
   return true;
 }
 
+/* mlp_gate_up alone, its gate and up products as one wgmma instruction
+ * (the default) and as two (tc_codegen_options.separate_products), timed
+ * alternately on the layer's inputs; the two outputs must be the same
+ * bits (each column's products add in the same order either way). */
+static void bench_pairing(Gpu *g, Step *paired_step, uint64_t h, size_t h_bytes) {
+  Variant sep;
+  tc_codegen_options so = {.linker = TC_LINKER_AUTO, .separate_products = true};
+  if (!variant_build_kernel_opts(g, "lang/std/mlp.tile", "mlp_gate_up", NULL, &so, &sep)) return;
+  Step sep_step = *paired_step;
+  sep_step.k = sep.kernel;
+  Layer lp = {.g = g, .nsteps = 1}, ls = {.g = g, .nsteps = 1};
+  lp.steps[0] = *paired_step, ls.steps[0] = sep_step;
+  void *a = malloc(h_bytes), *b = malloc(h_bytes);
+  bool same = a && b && run_layer(&lp) && tile_memcpy_dtoh(g->rt, a, h, h_bytes) == TILE_OK && run_layer(&ls) &&
+              tile_memcpy_dtoh(g->rt, b, h, h_bytes) == TILE_OK && !memcmp(a, b, h_bytes);
+  free(a), free(b);
+  printf("  mlp_gate_up paired and separate products: outputs %s\n", same ? "identical" : "DIFFER");
+  double flops = 2.0 * 8192 * 4096 * 14336.0 * 2;
+  for (int round = 0; round < 3 && same; round++) {
+    double mp = 0, ms = 0;
+    if (bench_time_pair_ms(g, run_layer, &lp, run_layer, &ls, &mp, &ms) && mp > 0 && ms > 0)
+      printf("  mlp_gate_up round %d: paired %.1f TFLOP/s, separate %.1f TFLOP/s, paired/separate %.3f\n", round,
+             flops / (mp * 1e9), flops / (ms * 1e9), ms / mp);
+  }
+  variant_free(&sep);
+}
+
 static void bench_swiglu(Gpu *g) {
   const int tokens = 8192, d = 4096, dff = 14336;
   Variant up, down;
@@ -77,6 +104,7 @@ static void bench_swiglu(Gpu *g) {
     if (ms > 0)
       bench_add_row("mlp swiglu 8192 tokens 4096->14336->4096 tile (mlp_gate_up + mlp_down)",
                     2.0 * tokens * d * (double)dff * 3 / (ms * 1e9), 0, "TFLOP/s");
+    if (getenv("TILE_BENCH_PAIRING")) bench_pairing(g, &l.steps[0], h, sizeof(uint16_t) * (size_t)tokens * dff);
   }
   uint64_t bufs[] = {x, w1, w3, w2, h, y};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)

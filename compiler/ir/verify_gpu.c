@@ -167,6 +167,27 @@ static bool operand_dims(TType t, bool trans, int *rows, int *cols, unsigned *el
   return true;
 }
 
+/* pair = 1: the wgmma right after this one (pair = 2) is issued with it
+ * as one instruction; they must agree on everything but B and the
+ * accumulator. */
+static void check_wgmma_pair(Verifier *v, const Op *op) {
+  int64_t p = op->attr[2];
+  if (p < 0 || p > 2) {
+    report(v, op, "pair must be 0, 1 (issues the next wgmma's product with its own) or 2 (issued by the previous one)");
+    return;
+  }
+  const Op *first = p == 1 ? op : p == 2 ? op->prev : NULL, *second = p == 1 ? op->next : op;
+  if (!first) return;
+  bool ok = first && second && first->kind == OP_WGMMA && second->kind == OP_WGMMA && first->attr[2] == 1 &&
+            second->attr[2] == 2 && first->noperands == 3 && second->noperands == 3 &&
+            first->operands[0] == second->operands[0] && first->attr[0] == second->attr[0] &&
+            first->attr[1] == second->attr[1] && type_eq(opt(first, 1), opt(second, 1)) &&
+            type_eq(opt(first, 2), opt(second, 2));
+  if (!ok)
+    report(v, op, "a wgmma with pair = 1 must be followed by one with pair = 2, with the same A operand, orientations "
+                  "and operand types");
+}
+
 static void check_wgmma(Verifier *v, const Op *op) {
   TType a = opt(op, 0), b = opt(op, 1), acc = opt(op, 2);
   int m, k, k2, n;
@@ -186,6 +207,7 @@ static void check_wgmma(Verifier *v, const Op *op) {
   if (k != k2 || acc.rank != 2 || acc.shape[0] != m || acc.shape[1] != n || acc.kind != SK_F32)
     report(v, op, "shapes do not match: %s x %s into %s", tt(a).s, tt(b).s, tt(acc).s);
   if (!type_eq(op->results[0].type, acc)) report(v, op, "the result must have the accumulator's type");
+  check_wgmma_pair(v, op);
 }
 
 static void check_wgmma_wait(Verifier *v, const Op *op) {

@@ -328,7 +328,7 @@ static void add_incoming(LTile *phis, const LTile *vals, LLVMBasicBlockRef from)
   }
 }
 
-static const Layout *layout_of_result(Lower *L, const Value *v) {
+const Layout *layout_of_result(Lower *L, const Value *v) {
   LayoutInfo *info = layouts_get(L->layouts, v);
   return info && info->fixed ? info->fixed : layouts_canonical(L->layouts, v->type.rank, v->type.shape);
 }

@@ -84,6 +84,8 @@ typedef struct GpuOptions {
   /* mbarrier waits poll without try_wait's suspend-time hint
    * (tc_codegen_options.mbar_poll). */
   bool mbar_poll;
+  /* tc_codegen_options.separate_products */
+  bool separate_products;
 } GpuOptions;
 
 /* A kernel ready to lower: its lowered IR (a copy of the tile IR, with
@@ -102,7 +104,7 @@ typedef struct GpuKernel {
 } GpuKernel;
 
 /* schedule, verify, analyze, assign layouts, allocate (prepare.c). */
-bool gpu_prepare(const Func *f, Arena *a, Diags *diags, bool hints, GpuKernel *out);
+bool gpu_prepare(const Func *f, Arena *a, Diags *diags, bool hints, bool pair_products, GpuKernel *out);
 
 /* Lowers a prepared kernel into a new module of ctx. On failure reports
  * to diags (e.g. an op the back end does not support yet) and returns

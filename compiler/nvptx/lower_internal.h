@@ -126,6 +126,8 @@ LTile *get_tile(Lower *L, const Value *v, const Layout *want);
 /* v in its own layout (fixed values; the scalar layout for rank 0). */
 LTile *get_fixed(Lower *L, const Value *v);
 void set_tile(Lower *L, const Value *v, LTile *t);
+/* The layout a result is lowered in: its fixed layout, else the canonical one. */
+const Layout *layout_of_result(Lower *L, const Value *v);
 ThreadInfo *thread_info(Lower *L, const Layout *l);
 /* Flat index (i32) of register r of this thread in layout l. */
 LLVMValueRef flat_index(Lower *L, const Layout *l, uint32_t r);

@@ -160,7 +160,40 @@ static void instruction_text(char *text, size_t tsize, char *cons, size_t csize,
   c += (size_t)snprintf(cons + c, csize - c, a_regs ? "r,r,r,r,l,n,~{memory}" : "l,l,n,~{memory}");
 }
 
+/* The second wgmma of a pair (schedule_pair.c) and its accumulator. */
+typedef struct Partner {
+  const Op *op;
+  LTile *acc, *out;
+} Partner;
+
+static bool pair_partner(Lower *L, const Op *op, const WgmmaShape *ws, Partner *p) {
+  memset(p, 0, sizeof *p);
+  if (op->attr[2] != 1) return true;
+  const Op *w2 = op->next;
+  const Value *c1 = op->operands[2], *c2 = w2 ? w2->operands[2] : NULL;
+  bool fresh1 = c1->def && c1->def->kind == OP_CONST && c1->def->fattr == 0;
+  bool fresh2 = c2 && c2->def && c2->def->kind == OP_CONST && c2->def->fattr == 0;
+  if (!w2 || w2->kind != OP_WGMMA || w2->attr[2] != 2 || ws->gn != 1 || ws->n_rep != 1 ||
+      2 * ws->inst_n > WGMMA_MAX_N || fresh1 != fresh2) {
+    lower_error(L, op, "internal: a wgmma pair that is not one instruction");
+    return false;
+  }
+  const Layout *l2 = layout_of_result(L, &w2->results[0]);
+  p->op = w2;
+  p->acc = get_tile(L, w2->operands[2], l2);
+  if (!p->acc) return false;
+  p->out = lt_new(L, l2);
+  memcpy(p->out->regs, p->acc->regs, sizeof(LLVMValueRef) * (size_t)p->out->nregs);
+  return true;
+}
+
 LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
+  if (op->attr[2] == 2) {
+    /* issued with the previous wgmma, which set the result; an empty
+     * group keeps the count of groups that the waits were given */
+    llvm_asm(L, "wgmma.commit_group.sync.aligned;", "~{memory}", L->t_void, NULL, 0, true);
+    return NULL;
+  }
   const Value *av = op->operands[0], *bv = op->operands[1], *cv = op->operands[2];
   bool a_regs = av->type.kind != SK_SMEM, ta = op->attr[0], tb = op->attr[1];
   ScalarKind ka = a_regs ? (ScalarKind)av->type.kind : (ScalarKind)av->type.pointee, kb = (ScalarKind)bv->type.pointee;
@@ -179,7 +212,8 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
     *al = layout_wgmma_a(&ws);
     a = get_tile(L, av, al);
   }
-  if (!acc || (a_regs && !a)) return NULL;
+  Partner pair;
+  if (!acc || (a_regs && !a) || !pair_partner(L, op, &ws, &pair)) return NULL;
   LLVMValueRef gm, gn;
   warpgroup_coords(L, &ws, &gm, &gn);
   Operand A = {0}, B;
@@ -189,14 +223,20 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
     lower_error(L, op, "internal: an N-major B operand needs instructions at least one swizzle atom wide");
     return NULL;
   }
-  int n = ws.inst_n / 2;
+  /* A pair's instruction is twice as wide: its first n registers are this
+   * op's accumulator, the next n the partner's, and its B operand runs on
+   * into the partner's tile, the next one in shared memory. */
+  WgmmaShape wi = ws;
+  if (pair.op) wi.inst_n *= 2;
+  int n = ws.inst_n / 2, parts = pair.op ? 2 : 1;
   char *text = ARENA_ARRAY(&L->arena, char, 4096), *cons = ARENA_ARRAY(&L->arena, char, 2048);
-  instruction_text(text, 4096, cons, 2048, &ws, kstep, ka, kb, a_regs, ta, tb);
-  LLVMTypeRef *ft = ARENA_ARRAY(&L->arena, LLVMTypeRef, n);
-  for (int i = 0; i < n; i++) ft[i] = L->t_f32;
-  LLVMTypeRef ret = LLVMStructTypeInContext(L->ctx, ft, (unsigned)n, 0);
+  instruction_text(text, 4096, cons, 2048, &wi, kstep, ka, kb, a_regs, ta, tb);
+  LLVMTypeRef *ft = ARENA_ARRAY(&L->arena, LLVMTypeRef, n * parts);
+  for (int i = 0; i < n * parts; i++) ft[i] = L->t_f32;
+  LLVMTypeRef ret = LLVMStructTypeInContext(L->ctx, ft, (unsigned)(n * parts), 0);
   LTile *out = lt_new(L, l);
   memcpy(out->regs, acc->regs, sizeof(LLVMValueRef) * (size_t)out->nregs);
+  LTile *outs[2] = {out, pair.out};
   /* Operands first (A fragments packed, descriptors built), so that only
    * wgmma instructions follow the fence. */
   int nk = K / kstep, na = a_regs ? 4 : 1;
@@ -222,16 +262,20 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
   for (int kk = 0; kk < nk; kk++)
     for (int mi = 0; mi < ws.m_rep; mi++)
       for (int ni = 0; ni < ws.n_rep; ni++) {
-        int base = n * (ni + ws.n_rep * mi), nargs = n;
+        int base = n * (ni + ws.n_rep * mi), nargs = 0;
         bool first = fresh && kk == 0;
-        for (int i = 0; i < n; i++) args[i] = first ? LLVMGetUndef(L->t_f32) : out->regs[base + i];
+        for (int p = 0; p < parts; p++)
+          for (int i = 0; i < n; i++) args[nargs++] = first ? LLVMGetUndef(L->t_f32) : outs[p]->regs[base + i];
         for (int i = 0; i < na; i++) args[nargs++] = aops[(kk * ws.m_rep + mi) * na + i];
         args[nargs++] = bops[kk * ws.n_rep + ni];
         args[nargs++] = const_i32(L, first ? 0 : 1); /* scale-d: 0 overwrites, 1 accumulates */
         LLVMValueRef r = llvm_asm(L, text, cons, ret, args, nargs, true);
-        for (int i = 0; i < n; i++) out->regs[base + i] = LLVMBuildExtractValue(L->b, r, (unsigned)i, "");
+        for (int p = 0; p < parts; p++)
+          for (int i = 0; i < n; i++)
+            outs[p]->regs[base + i] = LLVMBuildExtractValue(L->b, r, (unsigned)(p * n + i), "");
       }
   llvm_asm(L, "wgmma.commit_group.sync.aligned;", "~{memory}", L->t_void, NULL, 0, true);
+  if (pair.op) set_tile(L, &pair.op->results[0], pair.out);
   return out;
 }
 

@@ -78,12 +78,12 @@ static void check_block(Budget *b, const Block *blk) {
   }
 }
 
-bool gpu_prepare(const Func *f, Arena *a, Diags *diags, bool hints, GpuKernel *out) {
+bool gpu_prepare(const Func *f, Arena *a, Diags *diags, bool hints, bool pair_products, GpuKernel *out) {
   if (!sched_warp_roles(f, diags, &out->roles)) return false;
   out->num_warps = out->roles.compute_warps;
   out->f = ir_clone_func(a, f);
   AxisAnalysis *before = axis_analyze(out->f, a);
-  if (!schedule_func(out->f, &out->roles, before, a, diags, &out->sched)) return false;
+  if (!schedule_func(out->f, &out->roles, before, a, diags, pair_products, &out->sched)) return false;
   if (!ir_verify_lowered(out->f, diags)) return false;
   out->axes = axis_analyze(out->f, a);
   out->layouts = layouts_assign(out->f, out->num_warps, out->axes, hints, a);

@@ -622,7 +622,7 @@ static void defer_waits(Sched *s, Block *b) {
 }
 
 bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
-                   ScheduleResult *out) {
+                   bool pair_products, ScheduleResult *out) {
   Sched s = {f, a, diags, roles->compute_warps, axes, NULL, out, false, roles, {0}, 0, 0};
   ptrmap_init(&s.producer_ops, a);
   out->nparams = (int)f->body.nargs;
@@ -651,5 +651,6 @@ bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Ar
   if (!s.failed) defer_waits(&s, &f->body);
   if (!s.failed) sched_order_memory(&s);
   sched_split_warps(&s);
+  if (!s.failed && pair_products) sched_pair_products(&s);
   return !s.failed;
 }

@@ -73,8 +73,9 @@ typedef struct ScheduleResult {
 /* Rewrites f (the back end's own copy of a verified kernel) into lowered
  * IR for the warps of `roles` (tile code for roles->compute_warps). `axes` is the alignment analysis of f before
  * the rewrite. Problems (an unsupported combination, a budget) become
- * diagnostics at the op; returns false then. */
+ * diagnostics at the op; returns false then. `pair_products`: two wgmma
+ * products over one A tile may become one instruction (schedule_pair.c). */
 bool schedule_func(Func *f, const WarpRoles *roles, const AxisAnalysis *axes, Arena *a, Diags *diags,
-                   ScheduleResult *out);
+                   bool pair_products, ScheduleResult *out);
 
 #endif

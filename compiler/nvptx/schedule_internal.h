@@ -74,4 +74,9 @@ int sched_order_memory(Sched *s);
  * producer region (and back, for values: `original_of`). */
 void sched_pingpong(Sched *s, Op *split, PtrMap *producer_of, PtrMap *original_of);
 
+/* schedule_pair.c: two wgmmas right after each other that share their A
+ * operand and read B tiles of the same stage of two rings become one
+ * instruction twice as wide (the rings interleaved stage by stage). */
+void sched_pair_products(Sched *s);
+
 #endif

@@ -119,7 +119,7 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "WINDOW", window,
                         "BSHD", c->bshd ? "true" : "false", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   int at = 8;
-  if (turns) defs[at++] = "TURNS", defs[at++] = "true";
+  defs[at++] = "TURNS", defs[at++] = turns ? "true" : "false";
   if (two_blocks) { /* BLOCK_N 64 at d128, 32 at d256: four tiles a stage; Q in registers up to d128 */
     defs[at++] = "TWO_BLOCKS", defs[at++] = "true";
     if (c->dim > 64) defs[at++] = "BLOCK_N", defs[at++] = c->dim == 128 ? "64" : "32";
@@ -153,7 +153,7 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
   if (ok) {
     double e = error_of(&out, want), e_lse = 0;
     for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - want_lse[i]));
-    const char *form = two_blocks ? (turns ? " (two blocks, turns)" : " (two blocks)") : "";
+    const char *form = two_blocks ? (turns ? " (two blocks, turns)" : " (two blocks)") : turns ? " (turns)" : "";
     if (!(e <= ATTN_BF16_TOL)) printf("  flash_attention_ws%s out: relative error %.3g\n", form, e);
     if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws%s lse: max abs error %.3g\n", form, e_lse);
     ok = e <= ATTN_BF16_TOL && e_lse <= ATTN_LSE_TOL;
@@ -163,14 +163,15 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
   return ok;
 }
 
-/* Both loops of the forward: one key block per iteration, and two
- * (TWO_BLOCKS, with Q_IN_REGISTERS up to d128), the latter also with the
+/* Both loops of the forward, one key block per iteration and two
+ * (TWO_BLOCKS, with Q_IN_REGISTERS up to d128), each alone and with the
  * consumer warpgroups taking turns (TURNS). */
 static bool ws_forward_matches(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v, const double *want,
                                const double *want_lse) {
-  bool one = ws_forward_form(g, c, q, k, v, want, want_lse, false, false);
-  bool two = ws_forward_form(g, c, q, k, v, want, want_lse, true, false);
-  return ws_forward_form(g, c, q, k, v, want, want_lse, true, true) && one && two;
+  bool ok = true;
+  for (int form = 0; form < 4; form++)
+    ok = ws_forward_form(g, c, q, k, v, want, want_lse, form & 1, form & 2) && ok;
+  return ok;
 }
 
 /* flash_attention_bwd_ws.tile (the warp-specialized dk/dv and dq) on the

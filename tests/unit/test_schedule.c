@@ -255,7 +255,7 @@ static void prepare(Prepared *p, const char *path, const char *const *defines) {
   p->c = harness_compile(path, NULL, defines);
   arena_init(&p->arena);
   diags_init(&p->diags, &p->arena, NULL);
-  cr_assert(gpu_prepare(p->c->module->funcs[0], &p->arena, &p->diags, true, &p->k), "%s: %s", path, messages(&p->diags));
+  cr_assert(gpu_prepare(p->c->module->funcs[0], &p->arena, &p->diags, true, true, &p->k), "%s: %s", path, messages(&p->diags));
 }
 
 static void prepared_free(Prepared *p) {
