@@ -600,6 +600,39 @@ Test(verify_lowered, wgmma_shapes_must_match) {
   expect_rejected(build_wgmma_untransposed, "wgmma: shapes do not match");
 }
 
+/* Two products of one A tile issued as one (pair 1, pair 2): the broken
+ * twin's second product reads another A tile. */
+static void build_wgmma_pair(Kit *k, bool good) {
+  Value *a = kit_smem(k, SK_BF16, 2, (int32_t[]){64, 16}, 32, false);
+  Value *a2 = kit_smem(k, SK_BF16, 2, (int32_t[]){64, 16}, 32, false);
+  Value *b = kit_smem(k, SK_BF16, 2, (int32_t[]){16, 64}, 128, false);
+  TType acc_t = type_tile(SK_F32, 2, (int32_t[]){64, 64});
+  Op *m1 = irb_op(&k->b, OP_WGMMA, 3, (Value *[]){a, b, kit_zeros(k, acc_t)}, &acc_t);
+  Value *z = kit_zeros(k, acc_t);
+  /* the constant goes before the pair: the two products are adjacent */
+  ir_unlink(z->def);
+  ir_insert_before(m1, z->def);
+  Op *m2 = irb_op(&k->b, OP_WGMMA, 3, (Value *[]){good ? a : a2, b, z}, &acc_t);
+  m1->attr[2] = 1, m2->attr[2] = 2;
+  irb_op(&k->b, OP_WGMMA_WAIT, 1, (Value *[]){&m1->results[0]}, &acc_t);
+  irb_op(&k->b, OP_WGMMA_WAIT, 1, (Value *[]){&m2->results[0]}, &acc_t);
+}
+
+/* A pair = 2 with no pair = 1 before it. */
+static void build_wgmma_lone_second(Kit *k, bool good) {
+  Value *a = kit_smem(k, SK_BF16, 2, (int32_t[]){64, 16}, 32, false);
+  Value *b = kit_smem(k, SK_BF16, 2, (int32_t[]){16, 64}, 128, false);
+  TType acc_t = type_tile(SK_F32, 2, (int32_t[]){64, 64});
+  Op *m = irb_op(&k->b, OP_WGMMA, 3, (Value *[]){a, b, kit_zeros(k, acc_t)}, &acc_t);
+  m->attr[2] = good ? 0 : 2;
+  irb_op(&k->b, OP_WGMMA_WAIT, 1, (Value *[]){&m->results[0]}, &acc_t);
+}
+
+Test(verify_lowered, paired_products_agree) {
+  expect_rejected(build_wgmma_pair, "a wgmma with pair = 1 must be followed by one with pair = 2, with the same A operand");
+  expect_rejected(build_wgmma_lone_second, "a wgmma with pair = 1 must be followed by one with pair = 2");
+}
+
 static void build_smem_index(Kit *k, bool good) {
   Value *buf = kit_smem(k, SK_BF16, 3, (int32_t[]){3, 64, 64}, 128, good);
   irb_value(&k->b, OP_SMEM_INDEX, 2, (Value *[]){buf, kit_i32(k, 1)}, type_smem(SK_BF16, 2, (int32_t[]){64, 64}));
