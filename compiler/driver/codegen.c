@@ -136,7 +136,7 @@ static LLVMModuleRef lower_all(tc_compilation *c, LLVMContextRef ctx, const GpuO
     arena_init(&a);
     GpuKernel k;
     LowerResult lr;
-    bool ok = gpu_prepare(f, &a, &c->diags, !added[i], !options->separate_products, &k) && lower_func(&k, ctx, &c->diags, opt, &lr);
+    bool ok = gpu_prepare(f, &a, &c->diags, !added[i], options->pair_products, &k) && lower_func(&k, ctx, &c->diags, opt, &lr);
     if (ok) {
       ir_print_func(k.f, dump);
       sb_printf(dump, "// layouts of %s (%d warps):\n", f->name, k.num_warps);
@@ -238,7 +238,7 @@ static bool generate_once(tc_compilation *c, const tc_codegen_options *o, const 
     return false;
   }
   GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name, c->diags.files,
-                     c->diags.nfiles, false, o->mbar_poll, o->separate_products};
+                     c->diags.nfiles, false, o->mbar_poll, o->pair_products};
   LLVMContextRef ctx = LLVMContextCreate();
   StrBuf sb;
   sb_init(&sb);

@@ -84,8 +84,8 @@ typedef struct GpuOptions {
   /* mbarrier waits poll without try_wait's suspend-time hint
    * (tc_codegen_options.mbar_poll). */
   bool mbar_poll;
-  /* tc_codegen_options.separate_products */
-  bool separate_products;
+  /* tc_codegen_options.pair_products */
+  bool pair_products;
 } GpuOptions;
 
 /* A kernel ready to lower: its lowered IR (a copy of the tile IR, with

@@ -1,11 +1,12 @@
 /* test_pair.c - two products over one A tile as one wgmma instruction
  * (nvptx/schedule_pair.c, the pair lowering of lower_wgmma.c), without a
  * GPU:
- *   - mlp_gate_up (bf16, N-major weights): its two rings become one of
- *     twice the stages, the first product is marked pair = 1 and the
- *     second pair = 2, and the PTX issues m64n256 instructions only; with
- *     tc_codegen_options.separate_products, two rings and m64n128 only;
- *     either way the same number of commit groups (the waits count them);
+ *   - with tc_codegen_options.pair_products, mlp_gate_up (bf16, N-major
+ *     weights): its two rings become one of twice the stages, the first
+ *     product is marked pair = 1 and the second pair = 2, and the PTX
+ *     issues m64n256 instructions only; without (the default), two rings
+ *     and m64n128 only; either way the same number of commit groups (the
+ *     waits count them);
  *   - mlp_gate_up_fp8 (K-major weights one swizzle atom wide): m64n256k32;
  *   - a kernel of its own with 64-wide B tiles pairs into m64n128 when the
  *     two products read the same A tile, and does not when they read
@@ -21,9 +22,9 @@
 
 #include "harness.h"
 
-static char *emit(const char *path, const char *kernel, const char *const *defines, bool separate, tc_emit_kind what) {
+static char *emit(const char *path, const char *kernel, const char *const *defines, bool pair, tc_emit_kind what) {
   tc_compilation *c = harness_compile(path, kernel, defines);
-  tc_codegen_options o = {.linker = TC_LINKER_NONE, .separate_products = separate};
+  tc_codegen_options o = {.linker = TC_LINKER_NONE, .pair_products = pair};
   cr_assert(tc_generate(c, &o), "%s: %s", path, tc_diagnostics(c));
   char *out = tc_emit(c, what);
   cr_assert_not_null(out);
@@ -32,14 +33,14 @@ static char *emit(const char *path, const char *kernel, const char *const *defin
 }
 
 Test(pair, gate_and_up_become_one_instruction) {
-  char *ir = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, false, TC_EMIT_LOWERED);
+  char *ir = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, true, TC_EMIT_LOWERED);
   cr_expect_eq(harness_count(ir, "{pair = 1}"), 1, "%s", ir);
   cr_expect_eq(harness_count(ir, "{pair = 2}"), 1, "%s", ir);
   /* x's ring, and the weights' two rings of 4 stages as one of 8 */
   cr_expect(strstr(ir, "ring = 1} : smem<bf16>[8, 64, 128]") != NULL, "%s", ir);
   cr_expect_eq(harness_count(ir, "ring = 1} : smem<bf16>[4, 64, 128]"), 0, "%s", ir);
-  char *ptx = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, false, TC_EMIT_PTX);
-  char *sep = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, true, TC_EMIT_PTX);
+  char *ptx = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, true, TC_EMIT_PTX);
+  char *sep = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, false, TC_EMIT_PTX);
   cr_expect_gt(harness_count(ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 0);
   cr_expect_eq(harness_count(ptx, "m64n128k16"), 0);
   cr_expect_eq(harness_count(sep, "m64n256k16"), 0);
@@ -47,14 +48,14 @@ Test(pair, gate_and_up_become_one_instruction) {
   /* half the instructions, the same groups */
   cr_expect_eq(2 * harness_count(ptx, "wgmma.mma_async"), harness_count(sep, "wgmma.mma_async"));
   cr_expect_eq(harness_count(ptx, "wgmma.commit_group"), harness_count(sep, "wgmma.commit_group"));
-  char *sep_ir = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, true, TC_EMIT_LOWERED);
+  char *sep_ir = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, false, TC_EMIT_LOWERED);
   cr_expect_eq(harness_count(sep_ir, "pair ="), 0, "%s", sep_ir);
   cr_expect_eq(harness_count(sep_ir, "ring = 1} : smem<bf16>[4, 64, 128]"), 2, "%s", sep_ir);
   free(ir), free(ptx), free(sep), free(sep_ir);
 }
 
 Test(pair, k_major_fp8_weights_pair_too) {
-  char *ptx = emit("lang/std/mlp.tile", "mlp_gate_up_fp8", NULL, false, TC_EMIT_PTX);
+  char *ptx = emit("lang/std/mlp.tile", "mlp_gate_up_fp8", NULL, true, TC_EMIT_PTX);
   cr_expect_gt(harness_count(ptx, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"), 0);
   cr_expect_eq(harness_count(ptx, "m64n128k32"), 0);
   free(ptx);
@@ -84,14 +85,26 @@ static char *two_products(bool same) {
   return src;
 }
 
+/* Source text compiled with pair_products (malloc'd stage `what`). */
+static char *emit_paired(const char *src, tc_emit_kind what) {
+  tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
+  cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .pair_products = true}), "%s",
+            tc_diagnostics(c));
+  char *text = tc_emit(c, what);
+  tc_free(c);
+  cr_assert_not_null(text);
+  return text;
+}
+
 Test(pair, only_products_of_one_a_tile_pair) {
   char *same = two_products(true), *other = two_products(false);
-  char *ir = harness_emit_source(same, TC_EMIT_LOWERED), *ptx = harness_emit_source(same, TC_EMIT_PTX);
+  char *ir = emit_paired(same, TC_EMIT_LOWERED), *ptx = emit_paired(same, TC_EMIT_PTX);
   cr_expect_eq(harness_count(ir, "{pair = 1}"), 1, "%s", ir);
   cr_expect(strstr(ir, "ring = 1} : smem<bf16>[6, 64, 64]") != NULL, "%s", ir);
   cr_expect_gt(harness_count(ptx, "m64n128k16"), 0);
   cr_expect_eq(harness_count(ptx, "m64n64k16"), 0);
-  char *ir2 = harness_emit_source(other, TC_EMIT_LOWERED), *ptx2 = harness_emit_source(other, TC_EMIT_PTX);
+  char *ir2 = emit_paired(other, TC_EMIT_LOWERED), *ptx2 = emit_paired(other, TC_EMIT_PTX);
   cr_expect_eq(harness_count(ir2, "pair ="), 0, "%s", ir2);
   cr_expect_eq(harness_count(ptx2, "m64n128k16"), 0);
   cr_expect_gt(harness_count(ptx2, "m64n64k16"), 0);
@@ -99,7 +112,7 @@ Test(pair, only_products_of_one_a_tile_pair) {
 }
 
 /* Kernels with one product per A tile, or products with different A
- * tiles, are as they were. */
+ * tiles, are as they were even when pairs are asked for. */
 Test(pair, other_std_kernels_have_no_pairs) {
   static const struct {
     const char *path, *kernel;
@@ -110,12 +123,12 @@ Test(pair, other_std_kernels_have_no_pairs) {
             {"lang/std/mlp.tile", "mlp_down"},
             {"lang/std/moe.tile", "moe_gemm_ws"}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
-    char *ir = emit(ks[i].path, ks[i].kernel, NULL, false, TC_EMIT_LOWERED);
+    char *ir = emit(ks[i].path, ks[i].kernel, NULL, true, TC_EMIT_LOWERED);
     cr_expect_eq(harness_count(ir, "pair ="), 0, "%s %s", ks[i].path, ks[i].kernel);
     free(ir);
   }
   /* the gated grouped GEMM pairs */
-  char *ir = emit("lang/std/moe.tile", "moe_gemm_ws", (const char *const[]){"GATED", "true", NULL}, false,
+  char *ir = emit("lang/std/moe.tile", "moe_gemm_ws", (const char *const[]){"GATED", "true", NULL}, true,
                   TC_EMIT_LOWERED);
   cr_expect_eq(harness_count(ir, "{pair = 1}"), 1, "%s", ir);
   free(ir);
