@@ -22,14 +22,19 @@
 
 #include "harness.h"
 
-static char *emit(const char *path, const char *kernel, const char *const *defines, bool pair, tc_emit_kind what) {
-  tc_compilation *c = harness_compile(path, kernel, defines);
-  tc_codegen_options o = {.linker = TC_LINKER_NONE, .pair_products = pair};
-  cr_assert(tc_generate(c, &o), "%s: %s", path, tc_diagnostics(c));
+/* Stage `what` of c generated with or without pair_products (malloc'd;
+ * frees c). */
+static char *emit_from(tc_compilation *c, bool pair, tc_emit_kind what) {
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .pair_products = pair}), "%s",
+            tc_diagnostics(c));
   char *out = tc_emit(c, what);
   cr_assert_not_null(out);
   tc_free(c);
   return out;
+}
+
+static char *emit(const char *path, const char *kernel, const char *const *defines, bool pair, tc_emit_kind what) {
+  return emit_from(harness_compile(path, kernel, defines), pair, what);
 }
 
 Test(pair, gate_and_up_become_one_instruction) {
@@ -89,12 +94,7 @@ static char *two_products(bool same) {
 static char *emit_paired(const char *src, tc_emit_kind what) {
   tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
   cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .pair_products = true}), "%s",
-            tc_diagnostics(c));
-  char *text = tc_emit(c, what);
-  tc_free(c);
-  cr_assert_not_null(text);
-  return text;
+  return emit_from(c, true, what);
 }
 
 Test(pair, only_products_of_one_a_tile_pair) {
