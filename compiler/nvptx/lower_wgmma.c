@@ -188,12 +188,7 @@ static bool pair_partner(Lower *L, const Op *op, const WgmmaShape *ws, Partner *
 }
 
 LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
-  if (op->attr[2] == 2) {
-    /* issued with the previous wgmma, which set the result; an empty
-     * group keeps the count of groups that the waits were given */
-    llvm_asm(L, "wgmma.commit_group.sync.aligned;", "~{memory}", L->t_void, NULL, 0, true);
-    return NULL;
-  }
+  if (op->attr[2] == 2) return NULL; /* issued and committed with the previous wgmma, which set the result */
   const Value *av = op->operands[0], *bv = op->operands[1], *cv = op->operands[2];
   bool a_regs = av->type.kind != SK_SMEM, ta = op->attr[0], tb = op->attr[1];
   ScalarKind ka = a_regs ? (ScalarKind)av->type.kind : (ScalarKind)av->type.pointee, kb = (ScalarKind)bv->type.pointee;

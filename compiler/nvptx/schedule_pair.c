@@ -24,10 +24,12 @@
  * ring's stage s becoming stage 2s and the second's 2s + 1, so that each
  * pair of tiles is adjacent; every smem_index of the two rings (the
  * producers' copies and the consumers' reads) is rewritten. The first
- * wgmma gets `pair = 1` (it issues both products, lower_wgmma.c), the
- * second `pair = 2` (its result was computed by the first; it only
- * commits an empty group, so that the count of wgmma groups that the
- * waits rely on is the same as with two instructions).
+ * wgmma gets `pair = 1` (it issues both products and commits them as one
+ * group, lower_wgmma.c), the second `pair = 2` (its result was computed
+ * by the first; it issues and commits nothing), and the waits' counts of
+ * groups are recounted (below). (An empty commit in place of the second
+ * group would keep the counts, but ptxas makes it a real instruction, a
+ * predicated-off m64n8 HGMMA, in every iteration.)
  */
 #include <string.h>
 
@@ -127,19 +129,145 @@ static void reindex(Interleave *iv, Block *b) {
   }
 }
 
-static void pair_block(Sched *s, Block *b) {
+/* ---- the waits' counts ----
+ *
+ * A wgmma_wait {pending = P} lets the P most recent groups run on. With a
+ * pair issued as one instruction and one commit, the groups of the P most
+ * recent wgmma ops before a wait are fewer: each pair counts once, and a
+ * pair whose first op falls outside the window may not run on at all.
+ * So P becomes the number of ops in the window other than second ops of
+ * pairs. The window is found by walking back from the wait: through the
+ * ops of its block, out of ifs into the block around them, and at the
+ * top of a for loop's body both into the previous iteration (the body's
+ * end) and, for the first iteration, to the ops before the loop (the
+ * smaller count of the two holds). A walk that meets a nested region with
+ * a wgmma in it, or the top of a while loop, gives up: the kernel keeps
+ * its products separate. */
+
+/* A walk's limit on ops visited (a body with fewer wgmmas than P is
+ * walked round several times). */
+#define PAIR_WALK_MAX_OPS 4096
+
+static bool region_has_wgmma(const Op *op) {
+  for (int r = 0; r < op->nregions; r++)
+    for (const Op *o = op->regions[r].first; o; o = o->next)
+      if (o->kind == OP_WGMMA || region_has_wgmma(o)) return true;
+  return false;
+}
+
+typedef struct Walk {
+  int64_t want;  /* wgmma ops to find (the wait's pending) */
+  int visited;
+  bool failed;
+} Walk;
+
+/* From op (exclusive) backwards: the wgmma ops found (n) and how many of
+ * them are second ops of pairs; returns the smallest count of groups
+ * over the paths the window may take. */
+static int64_t walk_back(Walk *w, const Op *from, const Block *b, int64_t n, int64_t seconds) {
+  for (const Op *op = from ? from->prev : b->last; op; op = op->prev) {
+    if (++w->visited > PAIR_WALK_MAX_OPS) {
+      w->failed = true;
+      return 0;
+    }
+    if (op->kind == OP_WGMMA) {
+      n++, seconds += op->attr[2] == 2;
+      if (n == w->want) return n - seconds;
+    } else if (op->nregions && region_has_wgmma(op)) {
+      w->failed = true;
+      return 0;
+    }
+  }
+  const Op *parent = b->parent;
+  if (!parent) return n - seconds; /* the kernel's start: no older groups */
+  if (parent->kind == OP_WHILE) {
+    w->failed = true;
+    return 0;
+  }
+  int64_t outside = walk_back(w, parent, parent->parent, n, seconds);
+  /* a body without products adds no groups from earlier iterations */
+  if (parent->kind != OP_FOR || w->failed || !region_has_wgmma(parent)) return outside;
+  int64_t again = walk_back(w, NULL, b, n, seconds); /* the previous iteration */
+  return again < outside ? again : outside;
+}
+
+typedef struct WaitFix {
+  Op **waits;
+  int64_t *pending;
+  int n, cap;
+  Arena *a;
+  bool failed;
+} WaitFix;
+
+static void plan_waits(WaitFix *f, Block *b) {
+  for (Op *op = b->first; op && !f->failed; op = op->next) {
+    for (int r = 0; r < op->nregions; r++) plan_waits(f, &op->regions[r]);
+    if (op->kind != OP_WGMMA_WAIT || op->attr[0] <= 0) continue;
+    Walk w = {op->attr[0], 0, false};
+    int64_t p = walk_back(&w, op, b, 0, 0);
+    if (w.failed) {
+      f->failed = true;
+      return;
+    }
+    if (f->n == f->cap) {
+      int cap = f->cap ? 2 * f->cap : 16;
+      f->waits = arena_grow(f->a, f->waits, sizeof(Op *), (size_t)f->cap, (size_t)cap);
+      f->pending = arena_grow(f->a, f->pending, sizeof(int64_t), (size_t)f->cap, (size_t)cap);
+      f->cap = cap;
+    }
+    f->waits[f->n] = op, f->pending[f->n++] = p;
+  }
+}
+
+/* ---- finding the pairs ---- */
+
+typedef struct Pairs {
+  Op **first; /* the pair = 1 ops */
+  int n, cap;
+  Arena *a;
+} Pairs;
+
+static void find_pairs(Sched *s, Pairs *ps, Block *b) {
   for (Op *op = b->first; op; op = op->next) {
-    for (int r = 0; r < op->nregions; r++) pair_block(s, &op->regions[r]);
+    for (int r = 0; r < op->nregions; r++) find_pairs(s, ps, &op->regions[r]);
     Op *r1, *r2;
     if (op->kind != OP_WGMMA || !op->next || !pairable(s, op, op->next, &r1, &r2)) continue;
-    Interleave iv = {s, &r1->results[0], &r2->results[0]};
-    reindex(&iv, &s->f->body);
-    r1->results[0].type.shape[0] *= 2;
-    ir_unlink(r2);
-    op->attr[2] = 1;
-    op->next->attr[2] = 2;
+    /* a ring in two pairs would be interleaved twice */
+    bool taken = false;
+    for (int i = 0; i < ps->n && !taken; i++) {
+      Value *st;
+      Op *q1 = ring_of(ps->first[i]->operands[1], &st), *q2 = ring_of(ps->first[i]->next->operands[1], &st);
+      taken = q1 == r1 || q1 == r2 || q2 == r1 || q2 == r2;
+    }
+    if (taken) continue;
+    if (ps->n == ps->cap) {
+      int cap = ps->cap ? 2 * ps->cap : 4;
+      ps->first = arena_grow(ps->a, ps->first, sizeof(Op *), (size_t)ps->cap, (size_t)cap);
+      ps->cap = cap;
+    }
+    ps->first[ps->n++] = op;
+    op->attr[2] = 1, op->next->attr[2] = 2;
     op = op->next;
   }
 }
 
-void sched_pair_products(Sched *s) { pair_block(s, &s->f->body); }
+void sched_pair_products(Sched *s) {
+  Pairs ps = {NULL, 0, 0, s->a};
+  find_pairs(s, &ps, &s->f->body);
+  if (!ps.n) return;
+  WaitFix wf = {NULL, NULL, 0, 0, s->a, false};
+  plan_waits(&wf, &s->f->body);
+  if (wf.failed) { /* the waits cannot be recounted: no pairs */
+    for (int i = 0; i < ps.n; i++) ps.first[i]->attr[2] = ps.first[i]->next->attr[2] = 0;
+    return;
+  }
+  for (int i = 0; i < wf.n; i++) wf.waits[i]->attr[0] = wf.pending[i];
+  for (int i = 0; i < ps.n; i++) {
+    Value *st;
+    Op *r1 = ring_of(ps.first[i]->operands[1], &st), *r2 = ring_of(ps.first[i]->next->operands[1], &st);
+    Interleave iv = {s, &r1->results[0], &r2->results[0]};
+    reindex(&iv, &s->f->body);
+    r1->results[0].type.shape[0] *= 2;
+    ir_unlink(r2);
+  }
+}

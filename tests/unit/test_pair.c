@@ -4,9 +4,10 @@
  *   - with tc_codegen_options.pair_products, mlp_gate_up (bf16, N-major
  *     weights): its two rings become one of twice the stages, the first
  *     product is marked pair = 1 and the second pair = 2, and the PTX
- *     issues m64n256 instructions only; without (the default), two rings
- *     and m64n128 only; either way the same number of commit groups (the
- *     waits count them);
+ *     issues m64n256 instructions only, one commit group where there were
+ *     two, and the loop's waits leave one group in flight instead of two
+ *     (the same products: the previous iteration's); without (the
+ *     default), two rings and m64n128 only;
  *   - mlp_gate_up_fp8 (K-major weights one swizzle atom wide): m64n256k32;
  *   - a kernel of its own with 64-wide B tiles pairs into m64n128 when the
  *     two products read the same A tile, and does not when they read
@@ -50,12 +51,16 @@ Test(pair, gate_and_up_become_one_instruction) {
   cr_expect_eq(harness_count(ptx, "m64n128k16"), 0);
   cr_expect_eq(harness_count(sep, "m64n256k16"), 0);
   cr_expect_gt(harness_count(sep, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 0);
-  /* half the instructions, the same groups */
+  /* half the instructions, one group fewer (the loop body's second) */
   cr_expect_eq(2 * harness_count(ptx, "wgmma.mma_async"), harness_count(sep, "wgmma.mma_async"));
-  cr_expect_eq(harness_count(ptx, "wgmma.commit_group"), harness_count(sep, "wgmma.commit_group"));
+  cr_expect_eq(harness_count(ptx, "wgmma.commit_group") + 1, harness_count(sep, "wgmma.commit_group"));
   char *sep_ir = emit("lang/std/mlp.tile", "mlp_gate_up", NULL, false, TC_EMIT_LOWERED);
   cr_expect_eq(harness_count(sep_ir, "pair ="), 0, "%s", sep_ir);
   cr_expect_eq(harness_count(sep_ir, "ring = 1} : smem<bf16>[4, 64, 128]"), 2, "%s", sep_ir);
+  /* the loop's two waits: the previous iteration's products done */
+  cr_expect_eq(harness_count(ir, "{pending = 1}"), 2, "%s", ir);
+  cr_expect_eq(harness_count(ir, "{pending = 2}"), 0, "%s", ir);
+  cr_expect_eq(harness_count(sep_ir, "{pending = 2}"), 2, "%s", sep_ir);
   free(ir), free(ptx), free(sep), free(sep_ir);
 }
 
@@ -102,6 +107,7 @@ Test(pair, only_products_of_one_a_tile_pair) {
   char *ir = emit_paired(same, TC_EMIT_LOWERED), *ptx = emit_paired(same, TC_EMIT_PTX);
   cr_expect_eq(harness_count(ir, "{pair = 1}"), 1, "%s", ir);
   cr_expect(strstr(ir, "ring = 1} : smem<bf16>[6, 64, 64]") != NULL, "%s", ir);
+  cr_expect_eq(harness_count(ir, "{pending = 1}"), 2, "%s", ir);
   cr_expect_gt(harness_count(ptx, "m64n128k16"), 0);
   cr_expect_eq(harness_count(ptx, "m64n64k16"), 0);
   char *ir2 = emit_paired(other, TC_EMIT_LOWERED), *ptx2 = emit_paired(other, TC_EMIT_PTX);
