@@ -207,14 +207,17 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
              e >= 0 && e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
       variant_free(&pv);
     }
-    /* other loops than the default's (two key blocks per iteration with
-     * Q in registers up to d128), each poisoned and checked against the
+    /* the forms of the loop beside the default (at d64 two key blocks per
+     * iteration with Q in registers, at d128 one block with turns: one of
+     * the rows repeats it), each poisoned and checked against the
      * default's output */
     static const struct {
       const char *name, *two, *qreg, *turns;
     } forms[] = {{"one key block per iteration", "false", "false", "false"},
                  {"two key blocks per iteration, Q in shared memory", "true", "false", "false"},
+                 {"two key blocks per iteration, Q in registers", "true", "true", "false"},
                  {"one key block per iteration, warpgroups take turns", "false", "false", "true"},
+                 {"one key block per iteration, warpgroups take turns, Q in registers", "false", "true", "true"},
                  {"two key blocks per iteration, warpgroups take turns", "true", "true", "true"}};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0] && ms > 0 && o1 && s->dim <= 128; f++) {
       bool two = forms[f].two[0] == 't';

@@ -51,17 +51,17 @@ static bool run_layer(void *ctx) {
 }
 
 /* mlp_gate_up alone, its gate and up products as one wgmma instruction
- * (tc_codegen_options.pair_products) and as two (the default), timed
+ * (the default) and as two (tc_codegen_options.separate_products), timed
  * alternately on the layer's inputs; the two outputs must be the same
  * bits (each column's products add in the same order either way). */
-static void bench_pairing(Gpu *g, Step *sep_step, uint64_t h, size_t h_bytes) {
+static void bench_pairing(Gpu *g, Step *paired_step, uint64_t h, size_t h_bytes) {
   Variant pv;
-  tc_codegen_options po = {.linker = TC_LINKER_AUTO, .pair_products = true};
+  tc_codegen_options po = {.linker = TC_LINKER_AUTO, .separate_products = true};
   if (!variant_build_kernel_opts(g, "lang/std/mlp.tile", "mlp_gate_up", NULL, &po, &pv)) return;
-  Step paired_step = *sep_step;
-  paired_step.k = pv.kernel;
+  Step sep_step = *paired_step;
+  sep_step.k = pv.kernel;
   Layer lp = {.g = g, .nsteps = 1}, ls = {.g = g, .nsteps = 1};
-  lp.steps[0] = paired_step, ls.steps[0] = *sep_step;
+  lp.steps[0] = *paired_step, ls.steps[0] = sep_step;
   void *a = malloc(h_bytes), *b = malloc(h_bytes);
   bool same = a && b && run_layer(&lp) && tile_memcpy_dtoh(g->rt, a, h, h_bytes) == TILE_OK && run_layer(&ls) &&
               tile_memcpy_dtoh(g->rt, b, h, h_bytes) == TILE_OK && !memcmp(a, b, h_bytes);

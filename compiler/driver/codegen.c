@@ -238,7 +238,7 @@ static bool generate_once(tc_compilation *c, const tc_codegen_options *o, const 
     return false;
   }
   GpuOptions gopt = {o->debug_barriers, o->debug_break_tma_barriers, c->module->source_name, c->diags.files,
-                     c->diags.nfiles, false, o->mbar_poll, o->pair_products};
+                     c->diags.nfiles, false, o->mbar_poll, !o->separate_products};
   LLVMContextRef ctx = LLVMContextCreate();
   StrBuf sb;
   sb_init(&sb);

@@ -47,8 +47,8 @@ static const char usage_text[] =
     "                         to find them)\n"
     "  -g, --debug-barriers   mbarrier waits give up after 2 s and trap, printing the kernel,\n"
     "                         barrier, phase and program; TMA copies check their row alignment\n"
-    "  --pair-products        two wgmma products over one A tile (a gated MLP's gate and up)\n"
-    "                         as one instruction twice as wide (docs/backend.md)\n"
+    "  --separate-products    two wgmma products over one A tile (a gated MLP's gate and up)\n"
+    "                         as two instructions, not one twice as wide (docs/backend.md)\n"
     "  --linker=NAME          PTX to cubin with: auto (default), nvjitlink, ptxas\n"
     "  --arch=SM              target GPU (default sm_90a)\n"
     "  -O0                    skip the IR optimization passes (-O1, -O2, -O3: the default)\n"
@@ -170,7 +170,7 @@ enum { EMIT_CUBIN = TC_EMIT_PTX + 1, EMIT_HEADER, EMIT_COUNT };
 typedef struct Options {
   const char *file, *out, *kernel, *arch;
   int emit; /* -1: none */
-  bool verbose, embed, debug_barriers, werror_spills, pair_products;
+  bool verbose, embed, debug_barriers, werror_spills, separate_products;
   CliColor color;
   bool depfile;        /* -MD, -MF or -MP */
   bool phony_deps;     /* -MP */
@@ -206,7 +206,7 @@ const char *cli_suggest_option(const char *a, const char *const *known, int n, c
 /* tilec's options, as cli_suggest_option compares them. */
 static const char *const tilec_options[] = {
     "-k", "--kernel", "-D", "--emit", "-o", "--embed", "-I", "-MD", "-MF", "-MP", "--color", "-v", "-Werror", "-w",
-    "-g", "--debug-barriers", "--pair-products", "--linker", "--arch", "-O0", "-O1", "-O2", "-O3", "--verify-each", "--help",
+    "-g", "--debug-barriers", "--separate-products", "--linker", "--arch", "-O0", "-O1", "-O2", "-O3", "--verify-each", "--help",
     "--version"};
 
 /* "unknown option 'A'", and the closest known one when one is close. */
@@ -314,8 +314,8 @@ static int parse_options(int argc, char **argv, Options *o) {
       o->no_warnings = true;
     } else if (!strcmp(a, "-g") || !strcmp(a, "--debug-barriers")) {
       o->debug_barriers = true;
-    } else if (!strcmp(a, "--pair-products")) {
-      o->pair_products = true;
+    } else if (!strcmp(a, "--separate-products")) {
+      o->separate_products = true;
     } else if (!strcmp(a, "--embed")) {
       o->embed = true;
     } else if (!strncmp(a, "--arch=", 7)) {
@@ -468,7 +468,7 @@ static int emit_gpu(const Options *o, tc_compilation *c, size_t *printed) {
   bool need_cubin = o->emit == EMIT_CUBIN || o->emit == EMIT_HEADER || o->verbose || o->werror_spills;
   tc_codegen_options go = {.arch = o->arch, .linker = need_cubin ? o->linker : TC_LINKER_NONE,
                            .debug_barriers = o->debug_barriers, .spills_are_errors = o->werror_spills,
-                           .pair_products = o->pair_products};
+                           .separate_products = o->separate_products};
   bool ok = tc_generate(c, &go);
   print_new_diagnostics(o, c, printed);
   if (!ok) return EXIT_SOURCE_ERROR;

@@ -145,10 +145,10 @@ typedef struct tc_codegen_options {
   /* mbarrier waits poll try_wait without its suspend-time hint (for
    * measuring what the hint does; see docs/backend.md). */
   bool mbar_poll;
-  /* Two products over one A tile (a gated MLP's gate and up) become one
-   * wgmma instruction twice as wide (docs/backend.md, "Paired products":
-   * measured 3% slower than two on an H100, so not the default). */
-  bool pair_products;
+  /* Two products over one A tile (a gated MLP's gate and up) stay two
+   * wgmma instructions instead of one twice as wide (docs/backend.md,
+   * "Paired products"; for measuring what the pairing does). */
+  bool separate_products;
 } tc_codegen_options;
 
 /* Registers and memory of a compiled kernel. */

@@ -84,7 +84,8 @@ typedef struct GpuOptions {
   /* mbarrier waits poll without try_wait's suspend-time hint
    * (tc_codegen_options.mbar_poll). */
   bool mbar_poll;
-  /* tc_codegen_options.pair_products */
+  /* products over one A tile may be paired (not
+   * tc_codegen_options.separate_products) */
   bool pair_products;
 } GpuOptions;
 

@@ -137,17 +137,18 @@ static bool api_matches(Gpu *g, int act, uint64_t x, uint64_t wg, uint64_t wu, u
   return ok;
 }
 
-/* mlp_gate_up with its gate and up products as one wgmma instruction
- * twice as wide (tc_codegen_options.pair_products) instead of two: the
- * same bits as h (the default build's output, checked against float64),
- * into a poisoned buffer of its own. ua: the default launch's arguments. */
-static bool paired_products_match(Gpu *g, const char *act, const DBuf *h, const tile_arg *ua, int tokens, int dff) {
-  tc_codegen_options po = {.linker = TC_LINKER_AUTO, .pair_products = true};
+/* mlp_gate_up with its gate and up products as two wgmma instructions
+ * (tc_codegen_options.separate_products) instead of one twice as wide:
+ * the same bits as h (the default build's output, checked against
+ * float64), into a poisoned buffer of its own. ua: the default launch's
+ * arguments. */
+static bool separate_products_match(Gpu *g, const char *act, const DBuf *h, const tile_arg *ua, int tokens, int dff) {
+  tc_codegen_options po = {.linker = TC_LINKER_AUTO, .separate_products = true};
   Variant pv;
   if (!variant_build_kernel_opts(g, MLP_FILE, "mlp_gate_up", (const char *const[]){"ACT", act, NULL}, &po, &pv))
     return false;
   DBuf h2;
-  bool ok = dbuf_alloc(g, &h2, "h (paired products)", "bf16", h->n);
+  bool ok = dbuf_alloc(g, &h2, "h (separate products)", "bf16", h->n);
   if (ok) dbuf_poison(&h2), ok = dbuf_upload(g, &h2);
   tile_tensor th = {h2.dev, 2, {tokens, dff}, {dff, 1}};
   tile_arg a[7];
@@ -156,7 +157,7 @@ static bool paired_products_match(Gpu *g, const char *act, const DBuf *h, const 
   ok = ok && launch(g, &pv, (uint32_t)g->props.sm_count, 1, a, 7) && tile_synchronize(g->rt) == TILE_OK &&
        dbuf_download(g, &h2);
   if (ok && memcmp(h2.host, h->host, h->n * 2)) {
-    printf("  mlp_gate_up with paired products: h differs from the default build's\n");
+    printf("  mlp_gate_up with separate products: h differs from the default build's\n");
     ok = false;
   }
   dbuf_free(g, &h2);
@@ -226,7 +227,7 @@ static bool run_mlp(Gpu *g, int act, int tokens, uint64_t seed) {
     }
     free(want_h), free(want_y);
   }
-  if (ok) ok = paired_products_match(g, a, &b[H], ua, tokens, dff);
+  if (ok) ok = separate_products_match(g, a, &b[H], ua, tokens, dff);
   if (ok) ok = api_matches(g, act, b[X].dev, b[WG].dev, b[WU].dev, b[WD].dev, b[RES].dev, &b[H], &b[Y], tokens, dm, dff);
   for (int i = 0; i < NB; i++) dbuf_free(g, &b[i]);
   variant_free(&up), variant_free(&down);

@@ -95,6 +95,7 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_ws.tile", {"TURNS", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"HEAD_DIM", "64", "TURNS", "true", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_ws.tile", {"TURNS", "true", "TWO_BLOCKS", "false", "Q_IN_REGISTERS", "false", NULL}},
+    {"lang/std/flash_attention_ws.tile", {"TURNS", "true", "TWO_BLOCKS", "false", "Q_IN_REGISTERS", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
@@ -1064,14 +1065,17 @@ Test(codegen, consumer_turns_are_named_barriers_behind_branches) {
  * iteration are issued back to back and stay in flight over the next
  * iteration's (both accumulators only chain through the loop: D = 1), so
  * the loop waits for all but 2 groups (the last iteration's two) before
- * it hands their stage back; in the software-pipelined attention loop P
+ * it hands their stage back (built with separate_products: paired, the
+ * two are one group and the wait leaves one, test_pair.c); in the
+ * software-pipelined attention loop P
  * is carried as the register A operand (no shared-memory staging in the
  * loop), the QK^T wait lets the P.V product run on, and ptxas reports no
  * wgmma note. */
 Test(codegen, wgmma_waits_are_deferred_to_the_first_use) {
   const char *const mlp[] = {"ACT", "0", NULL};
   tc_compilation *c = harness_compile("lang/std/mlp.tile", "mlp_gate_up", mlp);
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE}), "%s", tc_diagnostics(c));
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .separate_products = true}), "%s",
+            tc_diagnostics(c));
   char *ptx = tc_emit(c, TC_EMIT_PTX);
   const char *c1 = strstr(ptx, "wgmma.commit_group"), *c2 = c1 ? strstr(c1 + 1, "wgmma.commit_group") : NULL;
   const char *w1 = c1 ? strstr(c1, "wgmma.wait_group.sync.aligned") : NULL;

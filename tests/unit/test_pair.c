@@ -1,13 +1,13 @@
 /* test_pair.c - two products over one A tile as one wgmma instruction
  * (nvptx/schedule_pair.c, the pair lowering of lower_wgmma.c), without a
  * GPU:
- *   - with tc_codegen_options.pair_products, mlp_gate_up (bf16, N-major
- *     weights): its two rings become one of twice the stages, the first
- *     product is marked pair = 1 and the second pair = 2, and the PTX
+ *   - mlp_gate_up (bf16, N-major weights): its two rings become one of
+ *     twice the stages, the first product is marked pair = 1 and the
+ *     second pair = 2, and the PTX
  *     issues m64n256 instructions only, one commit group where there were
  *     two, and the loop's waits leave one group in flight instead of two
- *     (the same products: the previous iteration's); without (the
- *     default), two rings and m64n128 only;
+ *     (the same products: the previous iteration's); with
+ *     tc_codegen_options.separate_products, two rings and m64n128 only;
  *   - mlp_gate_up_fp8 (K-major weights one swizzle atom wide): m64n256k32;
  *   - a kernel of its own with 64-wide B tiles pairs into m64n128 when the
  *     two products read the same A tile, and does not when they read
@@ -23,10 +23,10 @@
 
 #include "harness.h"
 
-/* Stage `what` of c generated with or without pair_products (malloc'd;
+/* Stage `what` of c generated with pairs or with separate_products (malloc'd;
  * frees c). */
 static char *emit_from(tc_compilation *c, bool pair, tc_emit_kind what) {
-  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .pair_products = pair}), "%s",
+  cr_assert(tc_generate(c, &(tc_codegen_options){.linker = TC_LINKER_NONE, .separate_products = !pair}), "%s",
             tc_diagnostics(c));
   char *out = tc_emit(c, what);
   cr_assert_not_null(out);
@@ -95,7 +95,7 @@ static char *two_products(bool same) {
   return src;
 }
 
-/* Source text compiled with pair_products (malloc'd stage `what`). */
+/* Source text compiled with pairs (malloc'd stage `what`). */
 static char *emit_paired(const char *src, tc_emit_kind what) {
   tc_compilation *c = tc_compile("t.tile", src, strlen(src), NULL);
   cr_assert_eq(tc_error_count(c), 0, "%s", tc_diagnostics(c));
