@@ -132,6 +132,53 @@ static bool shape_chosen(const AttnShape *s, const char *list) {
   return false;
 }
 
+/* A form of the forward (a build of flash_attention_ws with other consts
+ * or other annotations) on the default's launch: its output o1 poisoned
+ * first, timed, then compared with the default's output o2. */
+static void time_form(Gpu *g, const AttnLaunch *l, const Variant *tb, uint64_t o1, uint64_t o2, size_t n,
+                      const AttnShape *s, int batch, int heads, const char *what, const char *form) {
+  AttnLaunch tl = *l;
+  tl.k[0] = tb->kernel;
+  double tms = -1;
+  if (tile_memset_d8(g->rt, o1, 0xFF, n * 2) == TILE_OK) {
+    tl.args[0][0] = tile_arg_ptr(o1);
+    tms = bench_time_ms(g, do_attn, &tl);
+  }
+  char name[ATTN_NAME_BYTES];
+  snprintf(name, sizeof name, "attention fwd %s tile ws %s (flash_attention_ws.tile)", what, form);
+  if (tms > 0) {
+    bench_add_row(name, flops(s, batch, heads) / (tms * 1e9), 0, "TFLOP/s");
+    double e = agreement(g, o1, o2, n);
+    printf("  %s: %s %s the ws forward (relative difference %.3g)\n", what, form,
+           e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
+  }
+}
+
+/* flash_attention_ws with @warp_specialize replaced by @warps of its two
+ * consumer warpgroups (the same loop without a producer warpgroup: every
+ * warp issues and waits for the copies), one key block per iteration,
+ * no turns: the ablation's row without warp specialization. */
+static bool build_without_ws(Gpu *g, const char *dim, bool causal, Variant *v) {
+  static const char *const ann = "@warp_specialize(1, 2, 24, 240)\n";
+  size_t len;
+  char *src = variant_read_source(g, "lang/std/flash_attention_ws.tile", &len);
+  char *at = src ? strstr(src, ann) : NULL;
+  bool ok = at != NULL;
+  if (ok) {
+    const char *warps = "@warps(8)";
+    memset(at, ' ', strlen(ann) - 1); /* same length, so locations stay */
+    memcpy(at, warps, strlen(warps));
+    const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", causal ? "true" : "false", "TWO_BLOCKS", "false",
+                          "Q_IN_REGISTERS", "false", "BLOCK_N", "128", "TURNS", "false", NULL};
+    tc_codegen_options go = {.linker = TC_LINKER_AUTO};
+    ok = variant_build_text(g, "lang/std/flash_attention_ws.tile", src, len, defs, &go, v);
+  } else {
+    printf("  flash_attention_ws.tile has no '%.31s' line to replace\n", ann);
+  }
+  free(src);
+  return ok;
+}
+
 static void bench_shape(Gpu *g, const AttnShape *s) {
   int batch = ATTN_TOKENS / s->seqlen, heads = ATTN_HIDDEN / s->dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN;
@@ -226,21 +273,13 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
                                 "TURNS", forms[f].turns, NULL};
       Variant tb;
       if (!variant_build(g, "lang/std/flash_attention_ws.tile", alt_defs, &tb)) continue;
-      AttnLaunch tl = l;
-      tl.k[0] = tb.kernel;
-      double tms = -1;
-      if (tile_memset_d8(g->rt, o1, 0xFF, n * 2) == TILE_OK) {
-        tl.args[0][0] = tile_arg_ptr(o1);
-        tms = bench_time_ms(g, do_attn, &tl);
-      }
-      snprintf(name, sizeof name, "attention fwd %s tile ws %s (flash_attention_ws.tile)", what, forms[f].name);
-      if (tms > 0) {
-        bench_add_row(name, flops(s, batch, heads) / (tms * 1e9), 0, "TFLOP/s");
-        double e = agreement(g, o1, o2, n);
-        printf("  %s: %s %s the ws forward (relative difference %.3g)\n", what, forms[f].name,
-               e <= ATTN_AGREE_TOL ? "agrees with" : "DISAGREES with", e);
-      }
+      time_form(g, &l, &tb, o1, o2, n, s, batch, heads, what, forms[f].name);
       variant_free(&tb);
+    }
+    Variant nw;
+    if (ms > 0 && o1 && s->dim <= 128 && build_without_ws(g, dim, s->causal, &nw)) {
+      time_form(g, &l, &nw, o1, o2, n, s, batch, heads, what, "one key block per iteration, no warp specialization");
+      variant_free(&nw);
     }
   }
   /* fp8 e4m3 inputs with per-tensor scales, reported against the bf16 anchors */
