@@ -32,6 +32,8 @@
 /* The two forwards agree to this relative error (bf16 outputs, f32 sums
  * in another order). */
 #define ATTN_AGREE_TOL 1e-2
+/* Two fp8 forwards round P to e4m3 from different block maxima. */
+#define ATTN_FP8_AGREE_TOL 5e-2
 #define ATTN_NAME_BYTES 160
 /* Characters of one number of a TILE_BENCH_BWD_SWEEP entry, with its NUL. */
 #define BWD_FIELD_CHARS 8
@@ -179,6 +181,53 @@ static bool build_without_ws(Gpu *g, const char *dim, bool causal, Variant *v) {
   return ok;
 }
 
+/* flash_attention_ws_fp8.tile on the fp8 inputs x (BHSD), V transposed
+ * here into each head's V^T; its output (into o2, poisoned first)
+ * compared with flash_attention_fp8.tile's in o1. */
+static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
+                         int heads, double scale, const char *what) {
+  char dim[8];
+  snprintf(dim, sizeof dim, "%d", s->dim);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", NULL};
+  Variant w;
+  if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return;
+  size_t rows = (size_t)batch * heads * s->seqlen;
+  DBuf vt;
+  uint64_t lse = 0;
+  bool ok = dbuf_alloc(g, &vt, "vt", "f8e4m3", n) && tile_mem_alloc(g->rt, rows * 4, &lse) == TILE_OK;
+  if (ok) { /* seqlen is a multiple of 16: V^T rows need no padding */
+    for (size_t bh = 0; bh < (size_t)batch * heads; bh++)
+      for (int t = 0; t < s->seqlen; t++)
+        for (int j = 0; j < s->dim; j++)
+          dbuf_set(&vt, (bh * s->dim + j) * s->seqlen + t, dbuf_get(&x[2], (bh * s->seqlen + t) * s->dim + j));
+    ok = dbuf_upload(g, &vt);
+  }
+  int64_t qr = (int64_t)rows;
+  tile_tensor tq = {x[0].dev, 2, {qr, s->dim}, {s->dim, 1}}, tk = {x[1].dev, 2, {qr, s->dim}, {s->dim, 1}};
+  tile_tensor tv = {vt.dev, 2, {(int64_t)batch * heads * s->dim, s->seqlen}, {s->seqlen, 1}};
+  AttnLaunch l = {.nk = 1};
+  l.k[0] = w.kernel;
+  l.grid[0][0] = (uint32_t)((s->seqlen + variant_const(&w, "BLOCK_M", 128) - 1) / variant_const(&w, "BLOCK_M", 128));
+  l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
+  tile_arg a[11] = {tile_arg_ptr(o2),         tile_arg_ptr(lse),         tile_arg_tensor(&tq),
+                    tile_arg_tensor(&tk),     tile_arg_tensor(&tv),      tile_arg_i64(s->seqlen),
+                    tile_arg_i64(heads),      tile_arg_f64(scale),       tile_arg_f64(1.0 / 200),
+                    tile_arg_f64(1.0 / 200),  tile_arg_f64(1.0 / 200)};
+  memcpy(l.args[0], a, sizeof a), l.nargs[0] = 11;
+  double ms = ok && tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK ? bench_time_ms(g, do_attn, &l) : -1;
+  char name[ATTN_NAME_BYTES];
+  snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 ws (flash_attention_ws_fp8.tile)", what);
+  if (ms > 0) {
+    bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+    double e = agreement(g, o2, o1, n);
+    printf("  %s: flash_attention_ws_fp8 against flash_attention_fp8: relative difference %.3g (%s fp8's bound %.0e)\n",
+           what, e, e <= ATTN_FP8_AGREE_TOL ? "within" : "PAST", ATTN_FP8_AGREE_TOL);
+  }
+  if (lse) tile_mem_free(g->rt, lse);
+  dbuf_free(g, &vt);
+  variant_free(&w);
+}
+
 static void bench_shape(Gpu *g, const AttnShape *s) {
   int batch = ATTN_TOKENS / s->seqlen, heads = ATTN_HIDDEN / s->dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN;
@@ -306,6 +355,7 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       double ms = bench_time_ms(g, do_attn, &l);
       snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 (flash_attention_fp8.tile)", what);
       if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+      if (ms > 0 && o2) bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what);
     }
     for (int i = 0; i < 3; i++) dbuf_free(g, &x[i]);
     variant_free(&f8);

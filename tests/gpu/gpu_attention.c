@@ -482,12 +482,69 @@ static bool run_varlen(Gpu *g, const VarlenCase *c, bool ws, uint64_t seed) {
 
 /* The fp8 forward through tile_attention.h (tile_attention_forward_fp8)
  * on e4m3 inputs with per-tensor scales, out poisoned, against the
- * float64 reference on the dequantized values: below the spec's fp8 bound. */
+ * float64 reference on the dequantized values: below the spec's fp8 bound;
+ * then flash_attention_ws_fp8.tile on the same inputs. */
 #define ATTN_FP8_TOL 5e-2
 static const AttnCase fp8_cases[] = {
-    {"attention fp8 forward (tile_attention.h) d64 full n300 h2", 1, 2, 2, 300, 64, false, false, false, 0},
-    {"attention fp8 forward (tile_attention.h) d128 causal n257 b2 h3 bshd", 2, 3, 3, 257, 128, true, true, false, 0},
+    {"attention fp8 forward (tile_attention.h, flash_attention_ws_fp8) d64 full n300 h2", 1, 2, 2, 300, 64, false, false, false, 0},
+    {"attention fp8 forward (tile_attention.h, flash_attention_ws_fp8) d128 causal n257 b2 h3 bshd", 2, 3, 3, 257, 128, true, true, false, 0},
 };
+
+/* V^T rows of fp8 padded to a TMA stride (16 bytes). */
+#define VT_ROW_ALIGN 16
+
+/* flash_attention_ws_fp8.tile on the same inputs (q, k, v in b[0..2],
+ * with the strides of the case), V transposed here into each head's
+ * V^T: out and lse, poisoned first, against the reference r. */
+static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_attention_fp8_scales *sc,
+                           const AttnRefOut *r, int64_t sb, int64_t sh, int64_t sn) {
+  char dim[8];
+  snprintf(dim, sizeof dim, "%d", c->dim);
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "BSHD", c->bshd ? "true" : "false",
+                        NULL};
+  Variant w;
+  if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return false;
+  int64_t vt_stride = grid_of(c->seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
+  size_t vt_rows = (size_t)c->batch * c->heads * c->dim, rows = (size_t)c->batch * c->heads * c->seqlen;
+  DBuf vt, out, lse;
+  memset(&vt, 0, sizeof vt), memset(&out, 0, sizeof out), memset(&lse, 0, sizeof lse);
+  bool ok = dbuf_alloc(g, &vt, "vt", "f8e4m3", vt_rows * (size_t)vt_stride) &&
+            dbuf_alloc(g, &out, "out (ws fp8)", "bf16", b[0].n) && dbuf_alloc(g, &lse, "lse (ws fp8)", "f32", rows);
+  if (ok) {
+    dbuf_poison(&vt), dbuf_poison(&out), dbuf_poison(&lse);
+    for (int bb = 0; bb < c->batch; bb++)
+      for (int h = 0; h < c->heads; h++)
+        for (int t = 0; t < c->seqlen; t++)
+          for (int j = 0; j < c->dim; j++)
+            dbuf_set(&vt, (((size_t)bb * c->heads + h) * c->dim + j) * (size_t)vt_stride + t,
+                     dbuf_get(&b[2], (size_t)(bb * sb + h * sh + t * sn + j)));
+    ok = dbuf_upload(g, &vt) && dbuf_upload(g, &out) && dbuf_upload(g, &lse);
+  }
+  int64_t qr = (int64_t)rows, qc = c->dim;
+  if (c->bshd) qr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim;
+  tile_tensor tq = {b[0].dev, 2, {qr, qc}, {qc, 1}}, tk = {b[1].dev, 2, {qr, qc}, {qc, 1}};
+  tile_tensor tv = {vt.dev, 2, {(int64_t)vt_rows, c->seqlen}, {vt_stride, 1}};
+  tile_arg a[11] = {tile_arg_ptr(out.dev),          tile_arg_ptr(lse.dev),         tile_arg_tensor(&tq),
+                    tile_arg_tensor(&tk),           tile_arg_tensor(&tv),          tile_arg_i64(c->seqlen),
+                    tile_arg_i64(c->heads),         tile_arg_f64(1.0 / sqrt((double)c->dim)),
+                    tile_arg_f64(sc->descale_q),    tile_arg_f64(sc->descale_k),   tile_arg_f64(sc->descale_v)};
+  uint32_t grid[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&w, "BLOCK_M", 128)), (uint32_t)(c->batch * c->heads), 1};
+  if (ok && (tile_launch(w.kernel, grid, NULL, a, 11) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+    printf("  flash_attention_ws_fp8 launch failed: %s\n", tile_last_error());
+    ok = false;
+  }
+  if (ok) ok = dbuf_download(g, &out) && dbuf_download(g, &lse);
+  if (ok) {
+    double e = error_of(&out, r->out), e_lse = 0;
+    for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - r->lse[i]));
+    if (!(e <= ATTN_FP8_TOL)) printf("  flash_attention_ws_fp8 out: relative error %.3g\n", e);
+    if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws_fp8 lse: max abs error %.3g\n", e_lse);
+    ok = e <= ATTN_FP8_TOL && e_lse <= ATTN_LSE_TOL;
+  }
+  dbuf_free(g, &vt), dbuf_free(g, &out), dbuf_free(g, &lse);
+  variant_free(&w);
+  return ok;
+}
 
 static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
   size_t n = (size_t)c->batch * c->heads * c->seqlen * c->dim;
@@ -528,6 +585,7 @@ static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
       printf("  tile_attention_forward_fp8: out error %.3g (limit %.3g)\n", e, ATTN_FP8_TOL);
       ok = false;
     }
+    ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn) && ok;
     for (int i = 0; i < 3; i++) free(x[i]);
     free(dout), free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
   }

@@ -480,3 +480,72 @@ static void check_fp8(int heads, int seqlen, int dim, bool causal, uint64_t seed
 
 Test(attention_fp8, d64_full) { check_fp8(2, 150, 64, false, 81); }
 Test(attention_fp8, d128_causal) { check_fp8(1, 200, 128, true, 82); }
+
+/* ---- flash_attention_ws_fp8.tile: the warp-specialized fp8 forward ---- */
+
+/* V^T rows of fp8 are padded to a multiple of 16 bytes (a TMA stride). */
+#define VT_ROW_ALIGN 16
+
+static void check_fp8_ws(Shape s, uint64_t seed) {
+  char d[8];
+  snprintf(d, sizeof d, "%d", s.dim);
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "BSHD", s.bshd ? "true" : "false", NULL};
+  tc_compilation *c = harness_compile("lang/std/flash_attention_ws_fp8.tile", NULL, defs);
+  size_t n = (size_t)s.batch * s.heads * s.seqlen * s.dim, rows = (size_t)s.batch * s.heads * s.seqlen;
+  int64_t vt_stride = harness_cdiv(s.seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
+  size_t vt_rows = (size_t)s.batch * s.heads * s.dim;
+  HBuf q = hbuf_new("f8e4m3", n, "q"), k = hbuf_new("f8e4m3", n, "k"), v = hbuf_new("f8e4m3", n, "v");
+  HBuf vt = hbuf_new("f8e4m3", vt_rows * (size_t)vt_stride, "vt");
+  HBuf out = hbuf_new("bf16", n, "out"), lse = hbuf_new("f32", rows, "lse");
+  Rng rng = {seed};
+  hbuf_fill_uniform(&q, &rng, -200, 200), hbuf_fill_uniform(&k, &rng, -200, 200), hbuf_fill_uniform(&v, &rng, -200, 200);
+  hbuf_poison(&vt), hbuf_poison(&out), hbuf_poison(&lse);
+  /* each head's V transposed: row (b * heads + h) * dim + j holds v[b, :, h, j] */
+  Strides sv = strides_of(s, s.heads);
+  for (int b = 0; b < s.batch; b++)
+    for (int h = 0; h < s.heads; h++)
+      for (int t = 0; t < s.seqlen; t++)
+        for (int j = 0; j < s.dim; j++)
+          hbuf_set(&vt, (((size_t)b * s.heads + h) * s.dim + j) * (size_t)vt_stride + t,
+                   hbuf_get(&v, (size_t)(b * sv.b + h * sv.h + t * sv.n + j)));
+  const double dq = 1.0 / 200, dk = 1.5 / 200, dv = 0.5 / 200, scale = 1.0 / sqrt((double)s.dim);
+  int64_t qr = (int64_t)rows, qc = s.dim;
+  if (s.bshd) qr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim;
+  tc_arg args[11] = {{.p = out.data},
+                     {.p = lse.data},
+                     {.p = q.data, .shape = {qr, qc}, .strides = {qc, 1}},
+                     {.p = k.data, .shape = {qr, qc}, .strides = {qc, 1}},
+                     {.p = vt.data, .shape = {(int64_t)vt_rows, s.seqlen}, .strides = {vt_stride, 1}},
+                     {.i = s.seqlen},
+                     {.i = s.heads},
+                     {.f = (float)scale},
+                     {.f = (float)dq},
+                     {.f = (float)dk},
+                     {.f = (float)dv}};
+  const HBuf *bufs[] = {&out, &lse, &q, &k, &vt};
+  int64_t block_m = 0;
+  cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
+  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 11, bufs, 5);
+  double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)}, *dout = calloc(n, sizeof(double));
+  for (size_t i = 0; i < n; i++) in[0][i] *= dq, in[1][i] *= dk, in[2][i] *= dv;
+  AttnRefShape rs = {s.batch, s.heads, s.heads, s.seqlen, s.dim, s.causal, sv.b, sv.h, sv.n, sv.b, sv.h, sv.n, 0};
+  AttnRefOut r = {calloc(n, sizeof(double)), calloc(rows, sizeof(double)), calloc(n, sizeof(double)),
+                  calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+  attn_ref_train(&rs, in[0], in[1], in[2], dout, (float)scale, &r);
+  double e = rel_error(&out, r.out, n), e_lse = 0;
+  for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
+  cr_expect_lt(e, FP8_TOL, "fp8 ws b%d h%d n%d d%d causal %d bshd %d: rel error %g", s.batch, s.heads, s.seqlen,
+               s.dim, s.causal, s.bshd, e);
+  /* the scores are exact products of the stored values and lse sums the
+   * probabilities before their rounding to e4m3: bf16's bound */
+  cr_expect_lt(e_lse, LSE_TOL, "fp8 ws: lse max abs error %g", e_lse);
+  free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv), free(dout);
+  for (int i = 0; i < 3; i++) free(in[i]);
+  hbuf_free(&q), hbuf_free(&k), hbuf_free(&v), hbuf_free(&vt), hbuf_free(&out), hbuf_free(&lse);
+  tc_free(c);
+}
+
+Test(attention_fp8, ws_d64_full_odd_length) { check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, 83); }
+Test(attention_fp8, ws_d128_causal_bshd) {
+  check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 200, .dim = 128, .causal = true, .bshd = true}, 84);
+}

@@ -99,6 +99,8 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_varlen.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {NULL}},
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
+    {"lang/std/flash_attention_ws_fp8.tile", {NULL}},
+    {"lang/std/flash_attention_ws_fp8.tile", {"HEAD_DIM", "64", "CAUSAL", "true", "BSHD", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"lang/std/paged_decode.tile", {NULL}},
     {"lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "1", "WARPS", "4", NULL}}, /* as libtile_attention builds d64 */

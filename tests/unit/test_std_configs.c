@@ -36,6 +36,7 @@ static const struct {
     {"layernorm.tile", "layernorm_fwd"},
     {"flash_attention.tile", "flash_attention_fwd"},
     {"flash_attention_fp8.tile", "flash_attention_fp8"},
+    {"flash_attention_ws_fp8.tile", "flash_attention_ws_fp8"},
     {"flash_attention_varlen.tile", "attention_fwd_varlen"},
     {"flash_attention_bwd.tile", "attention_fwd_lse"},
     {"gemm_ws.tile", "gemm_ws_bias_act"},
