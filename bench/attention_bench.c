@@ -185,10 +185,11 @@ static bool build_without_ws(Gpu *g, const char *dim, bool causal, Variant *v) {
  * here into each head's V^T; its output (into o2, poisoned first)
  * compared with flash_attention_fp8.tile's in o1. */
 static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
-                         int heads, double scale, const char *what) {
+                         int heads, double scale, const char *what, bool turns) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", s->dim);
-  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", NULL};
+  const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TURNS", turns ? "true" : "false",
+                        NULL};
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return;
   size_t rows = (size_t)batch * heads * s->seqlen;
@@ -216,7 +217,8 @@ static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1,
   memcpy(l.args[0], a, sizeof a), l.nargs[0] = 11;
   double ms = ok && tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK ? bench_time_ms(g, do_attn, &l) : -1;
   char name[ATTN_NAME_BYTES];
-  snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 ws (flash_attention_ws_fp8.tile)", what);
+  snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 ws%s (flash_attention_ws_fp8.tile)", what,
+           turns ? ", warpgroups take turns" : "");
   if (ms > 0) {
     bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
     double e = agreement(g, o2, o1, n);
@@ -355,7 +357,7 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       double ms = bench_time_ms(g, do_attn, &l);
       snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 (flash_attention_fp8.tile)", what);
       if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
-      if (ms > 0 && o2) bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what);
+      for (int turns = 0; turns < 2 && ms > 0 && o2; turns++) bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what, turns);
     }
     for (int i = 0; i < 3; i++) dbuf_free(g, &x[i]);
     variant_free(&f8);

@@ -137,7 +137,7 @@
   X(ASYNC_COMMIT, "async_commit",  0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
   X(ASYNC_WAIT,   "async_wait",    0,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending") \
   X(FENCE_ASYNC,  "fence_async",   0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
-  X(BARRIER,      "barrier",       0,  0, 0, OPF_GPU | OPF_WRITE, "")  \
+  X(BARRIER,      "barrier",       0,  0, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "operand")  \
   X(WGMMA,        "wgmma",         3,  1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "trans_a,trans_b,pair") \
   X(WGMMA_WAIT,   "wgmma_wait",   -1, -1, 0, OPF_GPU | OPF_WRITE | OPF_OPTATTR, "pending") \
   X(CONSUMER_ID,  "consumer_id",   0,  1, 0, OPF_GPU | OPF_PURE, "")   \

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../layout/mma.h"
 #include "lower_internal.h"
 
 /* LLVM's calling convention number for PTX kernels. */
@@ -119,6 +120,74 @@ void barrier(Lower *L) {
                       const_i32(L, BARRIER_PINGPONG_FIRST), "barrier_id");
   }
   LLVMValueRef args[2] = {id, const_i32(L, 32 * L->num_warps)};
+  call_intrinsic(L, "llvm.nvvm.barrier.sync.cnt", L->t_void, args, 2);
+}
+
+/* ---- staging barriers of a wgmma's A operand ----
+ *
+ * barrier {operand = 1} sits before or after the store of a product's A
+ * operand into shared memory (schedule.c). When each cooperative consumer
+ * warpgroup stores exactly the rows its own wgmma reads (one instruction
+ * row block of 64 rows per warpgroup, and the stored tile's layout giving
+ * warpgroup g rows 64g .. 64g + 63), the barrier need order that
+ * warpgroup only: its own named barrier (the vote's id, 10 + warpgroup),
+ * so that the consumers do not wait for each other there and may take
+ * turns across it. Otherwise a barrier of all consumers. */
+
+/* The wgmma after a staging barrier, and the store of its A operand. */
+static bool staging_ops(const Op *op, const Op **store, const Op **mma) {
+  *mma = NULL;
+  for (const Op *o = op->next; o && !*mma; o = o->next) {
+    if (o->kind == OP_WGMMA) *mma = o;
+    else if (o->kind != OP_SMEM_STORE && o->kind != OP_FENCE_ASYNC && o->kind != OP_BARRIER) return false;
+  }
+  if (!*mma || (*mma)->attr[0] || (*mma)->operands[0]->type.kind != SK_SMEM) return false;
+  for (const Op *o = (*mma)->prev; o; o = o->prev)
+    if (o->kind == OP_SMEM_STORE && o->operands[0] == (*mma)->operands[0]) {
+      *store = o;
+      return true;
+    }
+  return false;
+}
+
+/* Whether every base of l other than the warpgroup's warp bits stays in
+ * the first `rows` rows of a tile `cols` wide, and warp bit 2 + i moves
+ * rows << i. */
+static bool rows_by_warpgroup(const Layout *l, int cols, int rows, int wg_bits) {
+  uint32_t limit = (uint32_t)rows * (uint32_t)cols;
+  if (l->nwarp != 2 + wg_bits) return false;
+  for (int i = 0; i < l->nreg; i++)
+    if (l->reg[i] >= limit) return false;
+  for (int i = 0; i < l->nlane; i++)
+    if (l->lane[i] >= limit) return false;
+  for (int i = 0; i < l->nwarp; i++)
+    if (i < 2 ? l->warp[i] >= limit : l->warp[i] != limit << (i - 2)) return false;
+  return true;
+}
+
+static bool staging_is_warpgroup_local(Lower *L, const Op *op) {
+  const WarpRoles *r = &L->k->roles;
+  if (!op->attr[0] || L->role != ROLE_CONSUMER || r->pingpong || r->consumers < 2 ||
+      r->producers + r->consumers > BARRIER_VOTE_WARPGROUPS)
+    return false;
+  const Op *store, *mma;
+  if (!staging_ops(op, &store, &mma)) return false;
+  const Value *v = store->operands[1], *acc = mma->operands[2];
+  if (v->type.rank != 2 || store->operands[0]->type.shape[1] != v->type.shape[1]) return false;
+  WgmmaShape ws;
+  if (!wgmma_shape(acc->type.shape[0], acc->type.shape[1], v->type.shape[1], L->num_warps, &ws) || ws.m_rep != 1 ||
+      ws.gm != r->consumers || (ws.gm & (ws.gm - 1)))
+    return false;
+  LTile *t = get_fixed(L, v);
+  int wg_bits = 0;
+  while ((1 << wg_bits) < ws.gm) wg_bits++;
+  return t && rows_by_warpgroup(t->layout, v->type.shape[1], WGMMA_M, wg_bits);
+}
+
+/* A barrier of the thread's own warpgroup (128 threads). */
+static void warpgroup_barrier(Lower *L) {
+  LLVMValueRef id = LLVMBuildAdd(L->b, warpgroup_of(L, L->tid_raw), const_i32(L, BARRIER_VOTE_FIRST), "wg_barrier");
+  LLVMValueRef args[2] = {id, const_i32(L, 32 * WARPGROUP_WARPS)};
   call_intrinsic(L, "llvm.nvvm.barrier.sync.cnt", L->t_void, args, 2);
 }
 
@@ -530,7 +599,12 @@ static bool lower_gpu_op(Lower *L, const Op *op) {
   case OP_ASYNC_COMMIT: lower_async_commit(L); break;
   case OP_ASYNC_WAIT: lower_async_wait(L, op); break;
   case OP_FENCE_ASYNC: lower_fence_async(L); break;
-  case OP_BARRIER: barrier(L); break;
+  case OP_BARRIER:
+    if (staging_is_warpgroup_local(L, op))
+      warpgroup_barrier(L);
+    else
+      barrier(L);
+    break;
   case OP_WGMMA_WAIT: lower_wgmma_wait(L, op); break;
   case OP_TMA_STORE_WAIT: lower_tma_store_wait(L, op); break;
   case OP_WARP_SPLIT: lower_warp_split(L, op); break;

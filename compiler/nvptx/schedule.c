@@ -96,7 +96,7 @@ void sched_void(IrBuilder *b, OpKind kind, int n, Value *const *ops, int64_t att
 
 void sched_barrier(IrBuilder *b) {
   Op *prev = b->before ? b->before->prev : b->block->last;
-  if (prev && prev->kind == OP_BARRIER) return;
+  if (prev && prev->kind == OP_BARRIER && !prev->attr[0]) return;
   irb_op(b, OP_BARRIER, 0, NULL, NULL);
 }
 
@@ -350,10 +350,16 @@ Op *sched_wgmma_dot(Sched *s, Op *dot, int pending) {
   if (s->failed) return NULL;
   IrBuilder ib = irb_before(s->a, dot);
   if (late.n) {
+    /* an A operand staged alone: barriers the lowering may narrow to each
+     * warpgroup, when each writes the rows its own product reads
+     * (barrier {operand = 1}, lower.c) */
+    bool a_only = late.n == 1 && late.buf[0] == A.buf && !A.trans;
+    Op *before = dot->prev;
     sched_barrier(&ib);
+    if (a_only && dot->prev != before) dot->prev->attr[0] = 1;
     for (int i = 0; i < late.n; i++) sched_void(&ib, OP_SMEM_STORE, 2, (Value *[]){late.buf[i], late.val[i]}, 0);
     sched_void(&ib, OP_FENCE_ASYNC, 0, NULL, 0);
-    sched_barrier(&ib);
+    irb_op(&ib, OP_BARRIER, 0, NULL, NULL)->attr[0] = a_only;
   }
   Value *aop = a_regs ? a_regs : A.buf;
   Op *mma = irb_op(&ib, OP_WGMMA, 3, (Value *[]){aop, B.buf, acc}, &acc->type);

@@ -124,7 +124,8 @@ static uint64_t loop_top(OrderWalk *w, Block *body, uint64_t pending) {
 
 static uint64_t walk_op(OrderWalk *w, Op *op, uint64_t pending, bool insert) {
   unsigned k = op->kind;
-  if (k == OP_BARRIER) return 0;
+  /* (a staging barrier may order one warpgroup only: lower.c) */
+  if (k == OP_BARRIER && !op->attr[0]) return 0;
   if (k == OP_LOAD || is_atomic(k)) {
     uint64_t bits = base_bits(base_of(w, op->operands[0], 0));
     bool conflict = (pending & ORDER_ANY) || (bits & ORDER_ANY ? pending != 0 : (pending & bits) != 0);

@@ -497,11 +497,11 @@ static const AttnCase fp8_cases[] = {
  * with the strides of the case), V transposed here into each head's
  * V^T: out and lse, poisoned first, against the reference r. */
 static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_attention_fp8_scales *sc,
-                           const AttnRefOut *r, int64_t sb, int64_t sh, int64_t sn) {
+                           const AttnRefOut *r, int64_t sb, int64_t sh, int64_t sn, bool turns) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "BSHD", c->bshd ? "true" : "false",
-                        NULL};
+                        "TURNS", turns ? "true" : "false", NULL};
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return false;
   int64_t vt_stride = grid_of(c->seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
@@ -537,8 +537,9 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
   if (ok) {
     double e = error_of(&out, r->out), e_lse = 0;
     for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - r->lse[i]));
-    if (!(e <= ATTN_FP8_TOL)) printf("  flash_attention_ws_fp8 out: relative error %.3g\n", e);
-    if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws_fp8 lse: max abs error %.3g\n", e_lse);
+    const char *form = turns ? " (turns)" : "";
+    if (!(e <= ATTN_FP8_TOL)) printf("  flash_attention_ws_fp8%s out: relative error %.3g\n", form, e);
+    if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws_fp8%s lse: max abs error %.3g\n", form, e_lse);
     ok = e <= ATTN_FP8_TOL && e_lse <= ATTN_LSE_TOL;
   }
   dbuf_free(g, &vt), dbuf_free(g, &out), dbuf_free(g, &lse);
@@ -585,7 +586,7 @@ static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
       printf("  tile_attention_forward_fp8: out error %.3g (limit %.3g)\n", e, ATTN_FP8_TOL);
       ok = false;
     }
-    ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn) && ok;
+    for (int turns = 0; turns < 2; turns++) ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn, turns) && ok;
     for (int i = 0; i < 3; i++) free(x[i]);
     free(dout), free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
   }

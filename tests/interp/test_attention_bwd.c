@@ -486,10 +486,13 @@ Test(attention_fp8, d128_causal) { check_fp8(1, 200, 128, true, 82); }
 /* V^T rows of fp8 are padded to a multiple of 16 bytes (a TMA stride). */
 #define VT_ROW_ALIGN 16
 
-static void check_fp8_ws(Shape s, uint64_t seed) {
+/* turns: the consumer warpgroups take turns (TURNS; no effect in the
+ * interpreter, but the calls must balance on every path). */
+static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
   char d[8];
   snprintf(d, sizeof d, "%d", s.dim);
-  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "BSHD", s.bshd ? "true" : "false", NULL};
+  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "BSHD", s.bshd ? "true" : "false",
+                        "TURNS", turns ? "true" : "false", NULL};
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws_fp8.tile", NULL, defs);
   size_t n = (size_t)s.batch * s.heads * s.seqlen * s.dim, rows = (size_t)s.batch * s.heads * s.seqlen;
   int64_t vt_stride = harness_cdiv(s.seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
@@ -545,7 +548,9 @@ static void check_fp8_ws(Shape s, uint64_t seed) {
   tc_free(c);
 }
 
-Test(attention_fp8, ws_d64_full_odd_length) { check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, 83); }
-Test(attention_fp8, ws_d128_causal_bshd) {
-  check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 200, .dim = 128, .causal = true, .bshd = true}, 84);
+Test(attention_fp8, ws_d64_full_odd_length) {
+  check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, false, 83);
+}
+Test(attention_fp8, ws_d128_causal_bshd_turns) {
+  check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 200, .dim = 128, .causal = true, .bshd = true}, true, 84);
 }

@@ -101,6 +101,7 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_fp8.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"lang/std/flash_attention_ws_fp8.tile", {NULL}},
     {"lang/std/flash_attention_ws_fp8.tile", {"HEAD_DIM", "64", "CAUSAL", "true", "BSHD", "true", NULL}},
+    {"lang/std/flash_attention_ws_fp8.tile", {"TURNS", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"lang/std/paged_decode.tile", {NULL}},
     {"lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "1", "WARPS", "4", NULL}}, /* as libtile_attention builds d64 */
@@ -1149,4 +1150,34 @@ Test(codegen, device_print_and_assert_call_vprintf_and_assertfail) {
   cr_expect(strstr(ll, "c\"x <= limit\\00\""), "the assert message");
   cr_expect(strstr(ll, "device_print.tile\\00\""), "the file");
   free(ll);
+}
+
+/* The fp8 forward stores P for its second product: each consumer
+ * warpgroup stores and reads its own 64 rows, so both barriers around the
+ * store are the warpgroup's own (barrier.sync on a register id, 128
+ * threads) and the turns form compiles (a barrier of all consumers while
+ * holding the turn would be an error). The bf16 forward, whose P stays in
+ * registers, has no such barrier. */
+Test(codegen, staging_barriers_of_one_warpgroup) {
+  for (int turns = 0; turns < 2; turns++) {
+    const char *const defs[] = {"TURNS", turns ? "true" : "false", NULL};
+    char *ptx = ptx_of("lang/std/flash_attention_ws_fp8.tile", defs);
+    char *ir = NULL;
+    {
+      tc_compilation *c = generate("lang/std/flash_attention_ws_fp8.tile", defs, TC_LINKER_NONE);
+      ir = tc_emit(c, TC_EMIT_LOWERED);
+      tc_free(c);
+    }
+    cr_expect_eq(harness_count(ir, "barrier {operand = 1}"), 2, "%s", ir);
+    int own = 0;
+    for (const char *p = strstr(ptx, "barrier.sync \t%r"); p; p = strstr(p + 1, "barrier.sync \t%r"))
+      own += !strncmp(strchr(p, ',') ? strchr(p, ',') : p, ", 128;", 6);
+    cr_expect_eq(own, 2, "turns %d: the staging barriers:\n%s", turns, ptx);
+    free(ptx), free(ir);
+  }
+  tc_compilation *c = generate("lang/std/flash_attention_ws.tile", NULL, TC_LINKER_NONE);
+  char *ws = tc_emit(c, TC_EMIT_LOWERED);
+  cr_expect_eq(harness_count(ws, "operand = 1"), 0, "%s", ws);
+  free(ws);
+  tc_free(c);
 }
