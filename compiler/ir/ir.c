@@ -116,6 +116,10 @@ bool ir_const_int(const Value *v, int64_t *out) {
   return true;
 }
 
+bool ir_is_float_zeros(const Value *v) {
+  return ir_is_const(v) && scalar_is_float(v->type.kind) && v->def->fattr == 0;
+}
+
 bool ir_block_has(const Block *b, OpKind kind) {
   for (const Op *op = b->first; op; op = op->next) {
     if (op->kind == kind) return true;

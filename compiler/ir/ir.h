@@ -237,6 +237,9 @@ const OpInfo *ir_info(const Op *op);
 bool ir_is_const(const Value *v);
 /* Integer value of a constant integer (or i1) value. */
 bool ir_const_int(const Value *v, int64_t *out);
+/* Whether v is a float constant of value 0 (a product's accumulator
+ * "from zeros": wgmma starts such a product with scale-d 0). */
+bool ir_is_float_zeros(const Value *v);
 /* Whether b holds an op of this kind, at any depth. */
 bool ir_block_has(const Block *b, OpKind kind);
 

@@ -93,6 +93,14 @@ LLVMValueRef warpgroup_of(Lower *L, LLVMValueRef tid) {
   return LLVMBuildUDiv(L->b, tid, const_i32(L, 32 * WARPGROUP_WARPS), "warpgroup");
 }
 
+LLVMValueRef warpgroup_barrier_id(Lower *L) {
+  return LLVMBuildAdd(L->b, warpgroup_of(L, L->tid_raw), const_i32(L, BARRIER_VOTE_FIRST), "wg_barrier");
+}
+
+bool warpgroup_barriers_fit(Lower *L) {
+  return L->k->roles.block_warps <= BARRIER_VOTE_WARPGROUPS * WARPGROUP_WARPS;
+}
+
 void barrier(Lower *L) {
   if (L->role == ROLE_NONE) {
     call_intrinsic(L, "llvm.nvvm.barrier0", L->t_void, NULL, 0);
@@ -167,8 +175,7 @@ static bool rows_by_warpgroup(const Layout *l, int cols, int rows, int wg_bits) 
 
 static bool staging_is_warpgroup_local(Lower *L, const Op *op) {
   const WarpRoles *r = &L->k->roles;
-  if (!op->attr[0] || L->role != ROLE_CONSUMER || r->pingpong || r->consumers < 2 ||
-      r->producers + r->consumers > BARRIER_VOTE_WARPGROUPS)
+  if (!op->attr[0] || L->role != ROLE_CONSUMER || r->pingpong || r->consumers < 2 || !warpgroup_barriers_fit(L))
     return false;
   const Op *store, *mma;
   if (!staging_ops(op, &store, &mma)) return false;
@@ -186,8 +193,7 @@ static bool staging_is_warpgroup_local(Lower *L, const Op *op) {
 
 /* A barrier of the thread's own warpgroup (128 threads). */
 static void warpgroup_barrier(Lower *L) {
-  LLVMValueRef id = LLVMBuildAdd(L->b, warpgroup_of(L, L->tid_raw), const_i32(L, BARRIER_VOTE_FIRST), "wg_barrier");
-  LLVMValueRef args[2] = {id, const_i32(L, 32 * WARPGROUP_WARPS)};
+  LLVMValueRef args[2] = {warpgroup_barrier_id(L), const_i32(L, 32 * WARPGROUP_WARPS)};
   call_intrinsic(L, "llvm.nvvm.barrier.sync.cnt", L->t_void, args, 2);
 }
 

@@ -528,9 +528,7 @@ static int distinct_regs(const LTile *t, LLVMValueRef *out) {
 /* Whether some thread of the warpgroup has `c` set, in every thread of
  * it: barrier.red.or over the warpgroup's own named barrier. */
 static LLVMValueRef warpgroup_any(Lower *L, LLVMValueRef c) {
-  LLVMValueRef wg = warpgroup_of(L, L->tid_raw);
-  LLVMValueRef args[2] = {LLVMBuildZExt(L->b, c, L->t_i32, ""),
-                          LLVMBuildAdd(L->b, wg, const_i32(L, BARRIER_VOTE_FIRST), "vote_id")};
+  LLVMValueRef args[2] = {LLVMBuildZExt(L->b, c, L->t_i32, ""), warpgroup_barrier_id(L)};
   LLVMValueRef r = llvm_asm(L,
                             "{ .reg .pred p, q; setp.ne.u32 p, $1, 0; barrier.red.or.pred q, $2, 128, p; "
                             "selp.u32 $0, 1, 0, q; }",
@@ -549,7 +547,7 @@ static LTile *lower_skippable_scale(Lower *L, const Layout *l, LTile *x, LTile *
   /* wgmma.wait_group must be executed by every thread of a warpgroup or
    * none: the branch with the wait is taken by the whole warpgroup (a
    * vote on a named barrier, one per warpgroup) */
-  if (wait && L->k->roles.block_warps > BARRIER_VOTE_WARPGROUPS * WARPGROUP_WARPS) return NULL;
+  if (wait && !warpgroup_barriers_fit(L)) return NULL;
   LLVMTypeRef ft = LLVMTypeOf(fs[0]);
   LLVMValueRef any = NULL;
   for (int i = 0; i < n; i++) {

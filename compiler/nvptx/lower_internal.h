@@ -60,9 +60,10 @@ typedef enum LowerRole { ROLE_NONE, ROLE_PRODUCER, ROLE_CONSUMER } LowerRole;
 /* The turn of cooperative consumer warpgroup i (wait_turn) is barrier
  * 2 + i: ping-pong consumers, which use those ids, take no turns. */
 #define BARRIER_TURN_FIRST BARRIER_PINGPONG_FIRST
-/* Warpgroup w of the block votes on 10 + w (a rescale whose wgmma wait
- * sits in its branch: lower_elem.c); ids 10 to 15 serve blocks of at most
- * 6 warpgroups, and in larger ones the wait stays before the branch. */
+/* Warpgroup w of the block has barrier 10 + w of its own: it votes there
+ * (a rescale whose wgmma wait sits in its branch: lower_elem.c) and
+ * orders the staging of its products' A operands (lower.c); ids 10 to 15
+ * serve blocks of at most 6 warpgroups, and larger ones do without. */
 #define BARRIER_VOTE_FIRST 10
 #define BARRIER_VOTE_WARPGROUPS 6
 /* The register file of an SM, ptxas's per-thread ceiling, and the granule
@@ -156,6 +157,11 @@ LLVMValueRef is_elected(Lower *L);
 /* The warpgroup of thread number `tid` (tid_raw: of the block; tid: among
  * the threads that compute). */
 LLVMValueRef warpgroup_of(Lower *L, LLVMValueRef tid);
+/* The named barrier of the thread's own warpgroup (BARRIER_VOTE_FIRST +
+ * warpgroup of the block), and whether the block's warpgroups all have
+ * one. */
+LLVMValueRef warpgroup_barrier_id(Lower *L);
+bool warpgroup_barriers_fit(Lower *L);
 /* barrier.cluster arrive + wait: every thread of every program of the
  * cluster (lower_tma.c). */
 void lower_cluster_barrier(Lower *L);

@@ -170,11 +170,8 @@ static bool pair_partner(Lower *L, const Op *op, const WgmmaShape *ws, Partner *
   memset(p, 0, sizeof *p);
   if (op->attr[2] != 1) return true;
   const Op *w2 = op->next;
-  const Value *c1 = op->operands[2], *c2 = w2 ? w2->operands[2] : NULL;
-  bool fresh1 = c1->def && c1->def->kind == OP_CONST && c1->def->fattr == 0;
-  bool fresh2 = c2 && c2->def && c2->def->kind == OP_CONST && c2->def->fattr == 0;
   if (!w2 || w2->kind != OP_WGMMA || w2->attr[2] != 2 || ws->gn != 1 || ws->n_rep != 1 ||
-      2 * ws->inst_n > WGMMA_MAX_N || fresh1 != fresh2) {
+      2 * ws->inst_n > WGMMA_MAX_N || ir_is_float_zeros(op->operands[2]) != ir_is_float_zeros(w2->operands[2])) {
     lower_error(L, op, "internal: a wgmma pair that is not one instruction");
     return false;
   }
@@ -251,7 +248,7 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
    * with scale-d 0 and undefined inputs: no zeros are materialized, and
    * nothing writes the registers between the fence and the wgmma (ptxas
    * answers such writes with an injected warpgroup.arrive, C7519). */
-  bool fresh = cv->def && cv->def->kind == OP_CONST && cv->def->fattr == 0;
+  bool fresh = ir_is_float_zeros(cv);
   llvm_asm(L, "wgmma.fence.sync.aligned;", "~{memory}", L->t_void, NULL, 0, true);
   LLVMValueRef args[LOWER_MAX_ASM_ARGS];
   for (int kk = 0; kk < nk; kk++)

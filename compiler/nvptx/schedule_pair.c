@@ -31,7 +31,6 @@
  * group would keep the counts, but ptxas makes it a real instruction, a
  * predicated-off m64n8 HGMMA, in every iteration.)
  */
-#include <string.h>
 
 #include "../layout/mma.h"
 #include "../layout/smem.h"
@@ -41,8 +40,6 @@
  * buffers themselves to it), so that the second tile of a pair, one stage
  * after the first, is swizzled like a buffer of its own. */
 #define PAIR_STAGE_ALIGN SMEM_SWIZZLE_ALIGN
-
-static bool is_fresh(const Value *acc) { return acc->def && acc->def->kind == OP_CONST && acc->def->fattr == 0; }
 
 /* The ring under a stage view, and the view's stage index. */
 static Op *ring_of(const Value *view, Value **stage) {
@@ -85,7 +82,7 @@ static bool pairable(Sched *s, const Op *w1, const Op *w2, Op **r1, Op **r2) {
   if (w2->kind != OP_WGMMA || w1->attr[2] || w2->attr[2]) return false;
   if (w1->operands[0] != w2->operands[0] || w1->attr[0] != w2->attr[0] || w1->attr[1] != w2->attr[1]) return false;
   const Value *c1 = w1->operands[2], *c2 = w2->operands[2];
-  if (!same_type(c1->type, c2->type) || is_fresh(c1) != is_fresh(c2) || c1 == c2) return false;
+  if (!same_type(c1->type, c2->type) || ir_is_float_zeros(c1) != ir_is_float_zeros(c2) || c1 == c2) return false;
   Value *st1 = NULL, *st2 = NULL;
   *r1 = ring_of(w1->operands[1], &st1);
   *r2 = ring_of(w2->operands[1], &st2);
