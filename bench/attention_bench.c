@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "tile_attention.h"
 
 /* Tokens per batch and hidden size of the anchor shapes. */
 #define ATTN_TOKENS 16384
@@ -230,6 +231,51 @@ static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1,
   variant_free(&w);
 }
 
+/* One call of tile_attention_forward_fp8_lse (V^T into the workspace,
+ * then the forward). */
+typedef struct Fp8ApiCall {
+  tile_attention *att;
+  tile_attention_problem p;
+  tile_attention_fp8_scales sc;
+  uint64_t out, lse, q, k, v, ws;
+} Fp8ApiCall;
+
+static bool do_fp8_api(void *ctx) {
+  Fp8ApiCall *c = ctx;
+  if (tile_attention_forward_fp8_lse(c->att, &c->p, c->out, c->lse, c->q, c->k, c->v, c->ws, &c->sc, NULL) == TILE_OK)
+    return true;
+  printf("  tile_attention_forward_fp8_lse: %s\n", tile_last_error());
+  return false;
+}
+
+/* The same fp8 inputs (BHSD) through tile_attention_forward_fp8_lse, the
+ * transposition of V included; out (o2, poisoned first) compared with
+ * flash_attention_fp8.tile's in o1. */
+static void bench_fp8_api(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
+                          int heads, const char *what) {
+  Fp8ApiCall c = {.p = {batch, heads, heads, s->seqlen, s->dim, s->causal, 0, {0}, {0}},
+                  .sc = {1.0f / 200, 1.0f / 200, 1.0f / 200},
+                  .out = o2, .q = x[0].dev, .k = x[1].dev, .v = x[2].dev};
+  size_t rows = (size_t)batch * heads * s->seqlen;
+  bool ok = tile_attention_create(g->rt, &c.att) == TILE_OK && tile_mem_alloc(g->rt, rows * 4, &c.lse) == TILE_OK &&
+            tile_mem_alloc(g->rt, tile_attention_fp8_workspace_bytes(&c.p), &c.ws) == TILE_OK &&
+            tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK;
+  double ms = ok ? bench_time_ms(g, do_fp8_api, &c) : -1;
+  if (!ok) printf("  fp8 API setup: %s\n", tile_last_error());
+  char name[ATTN_NAME_BYTES];
+  snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 API (tile_attention_forward_fp8_lse)",
+           what);
+  if (ms > 0) {
+    bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
+    double e = agreement(g, o2, o1, n);
+    printf("  %s: tile_attention_forward_fp8_lse against flash_attention_fp8: relative difference %.3g (%s fp8's bound %.0e)\n",
+           what, e, e <= ATTN_FP8_AGREE_TOL ? "within" : "PAST", ATTN_FP8_AGREE_TOL);
+  }
+  if (c.lse) tile_mem_free(g->rt, c.lse);
+  if (c.ws) tile_mem_free(g->rt, c.ws);
+  tile_attention_destroy(c.att);
+}
+
 static void bench_shape(Gpu *g, const AttnShape *s) {
   int batch = ATTN_TOKENS / s->seqlen, heads = ATTN_HIDDEN / s->dim;
   size_t n = (size_t)ATTN_TOKENS * ATTN_HIDDEN;
@@ -358,6 +404,7 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 (flash_attention_fp8.tile)", what);
       if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
       for (int turns = 0; turns < 2 && ms > 0 && o2; turns++) bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what, turns);
+      if (ms > 0 && o2) bench_fp8_api(g, s, x, o1, o2, n, batch, heads, what);
     }
     for (int i = 0; i < 3; i++) dbuf_free(g, &x[i]);
     variant_free(&f8);

@@ -3,7 +3,9 @@
  * flash_attention_ws.tile and flash_attention_bwd_ws.tile, embedded (meson
  * compiles each file once per head dim and mask, and layout for the
  * warp-specialized ones, into the att_*.h headers), picked and launched
- * per call; and the fp8 forward of flash_attention_fp8.tile. */
+ * per call; and the fp8 forwards of flash_attention_fp8.tile (any strides)
+ * and flash_attention_ws_fp8.tile (contiguous BHSD or BSHD, V transposed
+ * into the workspace by its attention_vt kernel first). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,14 @@
 #include "att_ws_d64_bshd.h"
 #include "att_ws_d64_causal.h"
 #include "att_ws_d64_causal_bshd.h"
+#include "att_wsfp8_d128.h"
+#include "att_wsfp8_d128_bshd.h"
+#include "att_wsfp8_d128_causal.h"
+#include "att_wsfp8_d128_causal_bshd.h"
+#include "att_wsfp8_d64.h"
+#include "att_wsfp8_d64_bshd.h"
+#include "att_wsfp8_d64_causal.h"
+#include "att_wsfp8_d64_causal_bshd.h"
 #include "internal.h"
 #include "tile_attention.h"
 
@@ -85,6 +95,20 @@ static const char *const block_consts[K_COUNT] = {"BLOCK_M", "BLOCK_M", "BLOCK_N
 static const LoadFn fp8_loads[ATT_SPECS] = {att_fp8_d64_load, att_fp8_d64_causal_load, att_fp8_d128_load,
                                             att_fp8_d128_causal_load};
 
+/* flash_attention_ws_fp8.tile per spec and layout (as ws_loads). */
+static const LoadFn wsfp8_loads[ATT_SPECS][ATT_WS_LAYOUTS] = {
+    {att_wsfp8_d64_load, att_wsfp8_d64_bshd_load},
+    {att_wsfp8_d64_causal_load, att_wsfp8_d64_causal_bshd_load},
+    {att_wsfp8_d128_load, att_wsfp8_d128_bshd_load},
+    {att_wsfp8_d128_causal_load, att_wsfp8_d128_causal_bshd_load}};
+/* Its two kernels: the forward and V's transposition, and the const
+ * giving each one's rows (tokens) per program. */
+enum { F8_FWD, F8_VT, F8_COUNT };
+static const char *const wsfp8_names[F8_COUNT] = {"flash_attention_ws_fp8", "attention_vt"};
+static const char *const wsfp8_consts[F8_COUNT] = {"BLOCK_M", "BLOCK_T"};
+/* V^T's rows start 16 bytes apart (a TMA stride; fp8 elements are bytes). */
+#define ATT_VT_ROW_ALIGN 16
+
 struct tile_attention {
   tile_module *mod[ATT_SPECS];
   tile_kernel *k[ATT_SPECS][K_COUNT];
@@ -98,6 +122,9 @@ struct tile_attention {
   tile_module *fp8_mod[ATT_SPECS];
   tile_kernel *fp8[ATT_SPECS];
   int fp8_block[ATT_SPECS];
+  tile_module *wsfp8_mod[ATT_SPECS][ATT_WS_LAYOUTS];
+  tile_kernel *wsfp8[ATT_SPECS][ATT_WS_LAYOUTS][F8_COUNT];
+  int wsfp8_block[ATT_SPECS][ATT_WS_LAYOUTS][F8_COUNT];
 };
 
 tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
@@ -126,6 +153,13 @@ tile_status tile_attention_create(tile_runtime *rt, tile_attention **out) {
       a->ws_block[s][l] = st == TILE_OK ? tilert_kernel_const_int(a->ws[s][l], "BLOCK_M") : 0;
       if (st == TILE_OK && a->ws_block[s][l] <= 0)
         st = tilert_fail(TILE_ERROR_BAD_METADATA, "flash_attention_ws has no BLOCK_M");
+      if (st == TILE_OK) st = wsfp8_loads[s][l](rt, &a->wsfp8_mod[s][l]);
+      for (int i = 0; i < F8_COUNT && st == TILE_OK; i++) {
+        st = tile_kernel_get(a->wsfp8_mod[s][l], wsfp8_names[i], &a->wsfp8[s][l][i]);
+        a->wsfp8_block[s][l][i] = st == TILE_OK ? tilert_kernel_const_int(a->wsfp8[s][l][i], wsfp8_consts[i]) : 0;
+        if (st == TILE_OK && a->wsfp8_block[s][l][i] <= 0)
+          st = tilert_fail(TILE_ERROR_BAD_METADATA, "%s has no %s", wsfp8_names[i], wsfp8_consts[i]);
+      }
       if (st == TILE_OK) st = bws_loads[s][l](rt, &a->bws_mod[s][l]);
       for (int i = 0; i < B_COUNT && st == TILE_OK; i++) {
         st = tile_kernel_get(a->bws_mod[s][l], bws_names[i], &a->bws[s][l][i]);
@@ -149,7 +183,10 @@ void tile_attention_destroy(tile_attention *a) {
   for (int s = 0; s < ATT_SPECS; s++) {
     tile_module_unload(a->mod[s]);
     tile_module_unload(a->fp8_mod[s]);
-    for (int l = 0; l < ATT_WS_LAYOUTS; l++) tile_module_unload(a->ws_mod[s][l]), tile_module_unload(a->bws_mod[s][l]);
+    for (int l = 0; l < ATT_WS_LAYOUTS; l++) {
+      tile_module_unload(a->ws_mod[s][l]), tile_module_unload(a->bws_mod[s][l]);
+      tile_module_unload(a->wsfp8_mod[s][l]);
+    }
   }
   free(a);
 }
@@ -295,17 +332,9 @@ tile_status tile_attention_forward(tile_attention *a, const tile_attention_probl
   return launch(a, &pr, K_FWD, pr.p.heads, stream, args, 15);
 }
 
-tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t q,
-                                       uint64_t k, uint64_t v, const tile_attention_fp8_scales *scales,
-                                       tile_stream *stream) {
-  static const char fn[] = "tile_attention_forward_fp8";
-  Problem pr;
-  tile_status st = check_problem(fn, p, &pr);
-  static const char *const names[] = {"out", "q", "k", "v"};
-  const uint64_t ptrs[] = {out, q, k, v};
-  if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 4);
-  if (st != TILE_OK) return st;
-  const tile_attention_problem *pp = &pr.p;
+/* The checks both fp8 forwards make of the problem (already filled in)
+ * and the scales. */
+static tile_status check_fp8(const char *fn, const tile_attention_problem *pp, const tile_attention_fp8_scales *scales) {
   /* one head count and one set of strides for q, k, v and out */
   if (pp->heads_kv != pp->heads)
     return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
@@ -323,16 +352,93 @@ tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_p
     if (!(sc[i] > 0) || isinf(sc[i]))
       return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is %g: it must be positive and finite", fn, sc_names[i],
                          (double)sc[i]);
+  return TILE_OK;
+}
+
+tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t q,
+                                       uint64_t k, uint64_t v, const tile_attention_fp8_scales *scales,
+                                       tile_stream *stream) {
+  static const char fn[] = "tile_attention_forward_fp8";
+  Problem pr;
+  tile_status st = check_problem(fn, p, &pr);
+  static const char *const names[] = {"out", "q", "k", "v"};
+  const uint64_t ptrs[] = {out, q, k, v};
+  if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 4);
+  if (st == TILE_OK) st = check_fp8(fn, &pr.p, scales);
+  if (st != TILE_OK) return st;
   if (!a) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
-  tile_arg args[13] = {tile_arg_ptr(out),        tile_arg_ptr(q),          tile_arg_ptr(k),
-                       tile_arg_ptr(v),          tile_arg_i64(pp->seqlen), tile_arg_i64(pp->heads),
-                       tile_arg_f32(pp->sm_scale), tile_arg_f32(sc[0]),    tile_arg_f32(sc[1]),
-                       tile_arg_f32(sc[2]),      tile_arg_i64(pp->q_strides[0]), tile_arg_i64(pp->q_strides[1]),
+  const tile_attention_problem *pp = &pr.p;
+  tile_arg args[13] = {tile_arg_ptr(out),          tile_arg_ptr(q),
+                       tile_arg_ptr(k),            tile_arg_ptr(v),
+                       tile_arg_i64(pp->seqlen),   tile_arg_i64(pp->heads),
+                       tile_arg_f32(pp->sm_scale), tile_arg_f32(scales->descale_q),
+                       tile_arg_f32(scales->descale_k), tile_arg_f32(scales->descale_v),
+                       tile_arg_i64(pp->q_strides[0]), tile_arg_i64(pp->q_strides[1]),
                        tile_arg_i64(pp->q_strides[2])};
   int block = a->fp8_block[pr.spec];
   uint32_t grid[3] = {(uint32_t)((pp->seqlen + block - 1) / block), (uint32_t)(pp->batch * pp->heads), 1};
   st = tile_launch(a->fp8[pr.spec], grid, stream, args, 13);
   if (st != TILE_OK) tilert_error_prefix("%s: flash_attention_fp8", fn);
+  return st;
+}
+
+/* V^T's row stride in elements (bytes) for seqlen tokens. */
+static int64_t vt_stride(int seqlen) {
+  return ((int64_t)seqlen + ATT_VT_ROW_ALIGN - 1) / ATT_VT_ROW_ALIGN * ATT_VT_ROW_ALIGN;
+}
+
+size_t tile_attention_fp8_workspace_bytes(const tile_attention_problem *p) {
+  if (!p || p->batch < 1 || p->heads < 1 || p->seqlen < 1 || p->head_dim < 1) return 0;
+  return (size_t)p->batch * (size_t)p->heads * (size_t)p->head_dim * (size_t)vt_stride(p->seqlen);
+}
+
+tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attention_problem *p, uint64_t out,
+                                           uint64_t lse, uint64_t q, uint64_t k, uint64_t v, uint64_t workspace,
+                                           const tile_attention_fp8_scales *scales, tile_stream *stream) {
+  static const char fn[] = "tile_attention_forward_fp8_lse";
+  Problem pr;
+  tile_status st = check_problem(fn, p, &pr);
+  static const char *const names[] = {"out", "lse", "q", "k", "v"};
+  const uint64_t ptrs[] = {out, lse, q, k, v};
+  if (st == TILE_OK) st = check_ptrs(fn, names, ptrs, 5);
+  /* the workspace is a TMA tensor's base: 16 bytes */
+  if (st == TILE_OK && (!workspace || workspace % ATT_PTR_ALIGN))
+    st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is %s", fn, (unsigned long long)workspace,
+                     workspace ? "not 16-byte aligned" : "0");
+  if (st == TILE_OK) st = check_fp8(fn, &pr.p, scales);
+  if (st != TILE_OK) return st;
+  const tile_attention_problem *pp = &pr.p;
+  int layout = ws_layout(pp);
+  if (layout < 0)
+    return tilert_fail(TILE_ERROR_INVALID_ARGUMENT,
+                       "%s: the strides are neither contiguous BHSD nor BSHD (tile_attention_forward_fp8 takes any)",
+                       fn);
+  if (!a) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
+  int64_t bh = (int64_t)pp->batch * pp->heads, n = pp->seqlen;
+  tile_tensor tvt = {workspace, 2, {bh * pp->head_dim, n}, {vt_stride(pp->seqlen), 1}};
+  tile_kernel *const *kern = a->wsfp8[pr.spec][layout];
+  const int *block = a->wsfp8_block[pr.spec][layout];
+  /* V^T into the workspace */
+  tile_arg vargs[7] = {tile_arg_tensor(&tvt),           tile_arg_ptr(v),
+                       tile_arg_i64(n),                 tile_arg_i64(pp->heads),
+                       tile_arg_i64(pp->kv_strides[0]), tile_arg_i64(pp->kv_strides[1]),
+                       tile_arg_i64(pp->kv_strides[2])};
+  uint32_t vgrid[3] = {(uint32_t)((n + block[F8_VT] - 1) / block[F8_VT]), (uint32_t)bh, 1};
+  st = tile_launch(kern[F8_VT], vgrid, stream, vargs, 7);
+  if (st != TILE_OK) {
+    tilert_error_prefix("%s: attention_vt", fn);
+    return st;
+  }
+  tile_tensor tq = ws_tensor(pp, layout, false, q), tk = ws_tensor(pp, layout, true, k);
+  tile_arg args[11] = {tile_arg_ptr(out),          tile_arg_ptr(lse),
+                       tile_arg_tensor(&tq),       tile_arg_tensor(&tk),
+                       tile_arg_tensor(&tvt),      tile_arg_i64(n),
+                       tile_arg_i64(pp->heads),    tile_arg_f32(pp->sm_scale),
+                       tile_arg_f32(scales->descale_q), tile_arg_f32(scales->descale_k),
+                       tile_arg_f32(scales->descale_v)};
+  uint32_t grid[3] = {(uint32_t)((n + block[F8_FWD] - 1) / block[F8_FWD]), (uint32_t)bh, 1};
+  st = tile_launch(kern[F8_FWD], grid, stream, args, 11);
+  if (st != TILE_OK) tilert_error_prefix("%s: flash_attention_ws_fp8", fn);
   return st;
 }
 

@@ -76,7 +76,8 @@ tile_status tile_attention_forward(tile_attention *a, const tile_attention_probl
  * (a relative error of a few 1e-3 to 1e-2). No lse; no grouped-query
  * heads (heads_kv must equal heads); q, k, v and out share one layout
  * (q_strides and kv_strides equal, in elements, or both left 0 for
- * contiguous BHSD). */
+ * contiguous BHSD), any strides the bf16 forward takes. For contiguous
+ * BHSD or BSHD, tile_attention_forward_fp8_lse below is the fast form. */
 typedef struct tile_attention_fp8_scales {
   float descale_q, descale_k, descale_v;
 } tile_attention_fp8_scales;
@@ -84,6 +85,21 @@ typedef struct tile_attention_fp8_scales {
 tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t q,
                                        uint64_t k, uint64_t v, const tile_attention_fp8_scales *scales,
                                        tile_stream *stream);
+
+/* The fp8 forward in its warp-specialized form
+ * (lang/std/flash_attention_ws_fp8.tile; at d128 and 16k tokens 6x
+ * tile_attention_forward_fp8's kernel, bench/RESULTS.md), for q, k, v and
+ * out in contiguous BHSD or BSHD (strides left 0, or BSHD's): the same
+ * inputs, scales and out as tile_attention_forward_fp8, and lse as
+ * tile_attention_forward's ([batch * heads, seqlen] f32, log2 domain).
+ * fp8 products read both operands K-major, so V is first transposed
+ * into the workspace (tile_attention_fp8_workspace_bytes(p) bytes,
+ * 16-byte aligned; each head's V^T, rows padded to 16 bytes), then the
+ * forward reads it: two launches on the stream. No grouped-query heads. */
+size_t tile_attention_fp8_workspace_bytes(const tile_attention_problem *p);
+tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attention_problem *p, uint64_t out,
+                                           uint64_t lse, uint64_t q, uint64_t k, uint64_t v, uint64_t workspace,
+                                           const tile_attention_fp8_scales *scales, tile_stream *stream);
 
 /* Bytes of the backward's workspace (each row's rowsum(out * dout)). */
 size_t tile_attention_workspace_bytes(const tile_attention_problem *p);

@@ -547,6 +547,34 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
   return ok;
 }
 
+/* tile_attention_forward_fp8_lse on the same inputs (V transposed by
+ * its attention_vt kernel into a poisoned workspace): out and lse,
+ * poisoned first, against the reference r. */
+static bool fp8_lse_api_matches(Gpu *g, tile_attention *att, const tile_attention_problem *p, const DBuf *b,
+                                const tile_attention_fp8_scales *sc, const AttnRefOut *r) {
+  size_t rows = (size_t)p->batch * p->heads * p->seqlen, ws_bytes = tile_attention_fp8_workspace_bytes(p);
+  DBuf out, lse, ws;
+  memset(&out, 0, sizeof out), memset(&lse, 0, sizeof lse), memset(&ws, 0, sizeof ws);
+  bool ok = dbuf_alloc(g, &out, "out (fp8 lse API)", "bf16", b[0].n) && dbuf_alloc(g, &lse, "lse (fp8 lse API)", "f32", rows) &&
+            dbuf_alloc(g, &ws, "workspace (fp8 lse API)", "f8e4m3", ws_bytes);
+  if (ok) {
+    dbuf_poison(&out), dbuf_poison(&lse), dbuf_poison(&ws);
+    ok = dbuf_upload(g, &out) && dbuf_upload(g, &lse) && dbuf_upload(g, &ws);
+  }
+  ok = ok && tile_attention_forward_fp8_lse(att, p, out.dev, lse.dev, b[0].dev, b[1].dev, b[2].dev, ws.dev, sc, NULL) == TILE_OK &&
+       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &out) && dbuf_download(g, &lse);
+  if (!ok) printf("  tile_attention_forward_fp8_lse: %s\n", tile_last_error());
+  if (ok) {
+    double e = error_of(&out, r->out), e_lse = 0;
+    for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - r->lse[i]));
+    if (!(e <= ATTN_FP8_TOL)) printf("  tile_attention_forward_fp8_lse out: relative error %.3g\n", e);
+    if (!(e_lse <= ATTN_LSE_TOL)) printf("  tile_attention_forward_fp8_lse lse: max abs error %.3g\n", e_lse);
+    ok = e <= ATTN_FP8_TOL && e_lse <= ATTN_LSE_TOL;
+  }
+  dbuf_free(g, &out), dbuf_free(g, &lse), dbuf_free(g, &ws);
+  return ok;
+}
+
 static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
   size_t n = (size_t)c->batch * c->heads * c->seqlen * c->dim;
   int64_t sn = c->bshd ? (int64_t)c->heads * c->dim : c->dim, sh = c->bshd ? c->dim : (int64_t)c->seqlen * c->dim;
@@ -587,6 +615,7 @@ static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
       ok = false;
     }
     for (int turns = 0; turns < 2; turns++) ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn, turns) && ok;
+    ok = fp8_lse_api_matches(g, att, &p, b, &sc, &r) && ok;
     for (int i = 0; i < 3; i++) free(x[i]);
     free(dout), free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);
   }

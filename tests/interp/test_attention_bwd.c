@@ -511,6 +511,30 @@ static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
         for (int j = 0; j < s.dim; j++)
           hbuf_set(&vt, (((size_t)b * s.heads + h) * s.dim + j) * (size_t)vt_stride + t,
                    hbuf_get(&v, (size_t)(b * sv.b + h * sv.h + t * sv.n + j)));
+  /* attention_vt (the same file's second kernel) writes the same V^T:
+   * exact, the padding columns left as they were */
+  HBuf vt2 = hbuf_new("f8e4m3", vt_rows * (size_t)vt_stride, "vt (attention_vt)");
+  hbuf_poison(&vt2);
+  const char *vdefs[] = {"HEAD_DIM", d, NULL};
+  tc_compilation *vc = harness_compile("lang/std/flash_attention_ws_fp8.tile", "attention_vt", vdefs);
+  int64_t block_t = 0;
+  cr_assert(tc_kernel_const_int(vc, 0, "BLOCK_T", &block_t));
+  tc_arg vargs[7] = {{.p = vt2.data, .shape = {(int64_t)vt_rows, s.seqlen}, .strides = {vt_stride, 1}},
+                     {.p = v.data}, {.i = s.seqlen}, {.i = s.heads}, {.i = sv.b}, {.i = sv.h}, {.i = sv.n}};
+  const HBuf *vbufs[] = {&vt2, &v};
+  harness_run(vc, (int64_t[3]){harness_cdiv(s.seqlen, block_t), (int64_t)s.batch * s.heads, 1}, vargs, 7, vbufs, 2);
+  tc_free(vc);
+  size_t wrong = 0, padding_written = 0;
+  for (size_t r = 0; r < vt_rows; r++)
+    for (int64_t t = 0; t < vt_stride; t++) {
+      size_t at = r * (size_t)vt_stride + (size_t)t; /* one byte an element; vt's padding is poison too */
+      bool same = memcmp((char *)vt.data + at, (char *)vt2.data + at, 1) == 0;
+      if (t < s.seqlen) wrong += !same;
+      else padding_written += !same;
+    }
+  cr_expect_eq(wrong, 0, "attention_vt: %zu elements differ from the transpose", wrong);
+  cr_expect_eq(padding_written, 0, "attention_vt wrote %zu padding elements", padding_written);
+  hbuf_free(&vt2);
   const double dq = 1.0 / 200, dk = 1.5 / 200, dv = 0.5 / 200, scale = 1.0 / sqrt((double)s.dim);
   int64_t qr = (int64_t)rows, qc = s.dim;
   if (s.bshd) qr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim;

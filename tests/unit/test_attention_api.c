@@ -94,3 +94,37 @@ Test(attention_api, the_fp8_forward_checks_its_own_limits) {
   p.head_dim = 256;
   expect_fp8_error(&p, &ok, P(2), "head_dim 256 has no kernel");
 }
+
+static void expect_fp8_lse_error(const tile_attention_problem *p, uint64_t workspace, const char *message) {
+  const tile_attention_fp8_scales ok = {0.01f, 0.02f, 0.03f};
+  tile_status st = tile_attention_forward_fp8_lse(NULL, p, P(1), P(2), P(3), P(4), P(5), workspace, &ok, NULL);
+  cr_expect_eq(st, TILE_ERROR_INVALID_ARGUMENT, "%s", message);
+  cr_expect(strstr(tile_last_error(), message), "got '%s', expected '%s'", tile_last_error(), message);
+}
+
+Test(attention_api, the_warp_specialized_fp8_forward_checks_its_layout_and_workspace) {
+  tile_attention_problem p = good;
+  p.heads_kv = 8;
+  expect_fp8_lse_error(&p, 0, "tile_attention_forward_fp8_lse: workspace (0x0) is 0");
+  expect_fp8_lse_error(&p, P(6) + 4, "workspace (0x60004) is not 16-byte aligned");
+  /* rows padded apart: neither contiguous layout */
+  int64_t s[3] = {300 * 8 * 256, 256, 8 * 256};
+  memcpy(p.q_strides, s, sizeof s), memcpy(p.kv_strides, s, sizeof s);
+  expect_fp8_lse_error(&p, P(6), "the strides are neither contiguous BHSD nor BSHD");
+  /* BSHD is served */
+  int64_t bshd[3] = {300 * 8 * 128, 128, 8 * 128};
+  memcpy(p.q_strides, bshd, sizeof bshd), memcpy(p.kv_strides, bshd, sizeof bshd);
+  expect_fp8_lse_error(&p, P(6), "tile_attention_forward_fp8_lse: the tile_attention is NULL");
+  p = good; /* grouped-query heads */
+  expect_fp8_lse_error(&p, P(6), "heads (8) and heads_kv (2) differ");
+  p.heads_kv = 8;
+  expect_fp8_lse_error(&p, P(6), "tile_attention_forward_fp8_lse: the tile_attention is NULL");
+}
+
+Test(attention_api, the_fp8_workspace_holds_each_heads_v_transposed_in_padded_rows) {
+  tile_attention_problem p = good; /* 300 tokens: rows of 304 bytes */
+  cr_expect_eq(tile_attention_fp8_workspace_bytes(&p), (size_t)2 * 8 * 128 * 304);
+  p.seqlen = 320;
+  cr_expect_eq(tile_attention_fp8_workspace_bytes(&p), (size_t)2 * 8 * 128 * 320);
+  cr_expect_eq(tile_attention_fp8_workspace_bytes(NULL), 0);
+}
