@@ -35,7 +35,7 @@
 #define ATTN_AGREE_TOL 1e-2
 /* Two fp8 forwards round P to e4m3 from different block maxima. */
 #define ATTN_FP8_AGREE_TOL 5e-2
-#define ATTN_NAME_BYTES 160
+#define ATTN_NAME_BYTES 192
 /* Characters of one number of a TILE_BENCH_BWD_SWEEP entry, with its NUL. */
 #define BWD_FIELD_CHARS 8
 /* The backward's sequence length and head dim (the anchors' bwd shape). */
@@ -186,22 +186,25 @@ static bool build_without_ws(Gpu *g, const char *dim, bool causal, Variant *v) {
  * here into each head's V^T; its output (into o2, poisoned first)
  * compared with flash_attention_fp8.tile's in o1. */
 static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
-                         int heads, double scale, const char *what, bool turns) {
+                         int heads, double scale, const char *what, bool turns, bool p_regs) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", s->dim);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TURNS", turns ? "true" : "false",
-                        NULL};
+                        "P_IN_REGISTERS", p_regs ? "true" : "false", NULL};
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return;
   size_t rows = (size_t)batch * heads * s->seqlen;
   DBuf vt;
   uint64_t lse = 0;
   bool ok = dbuf_alloc(g, &vt, "vt", "f8e4m3", n) && tile_mem_alloc(g->rt, rows * 4, &lse) == TILE_OK;
-  if (ok) { /* seqlen is a multiple of 16: V^T rows need no padding */
+  if (ok) { /* seqlen is a multiple of 16: V^T rows need no padding; with
+             * P_IN_REGISTERS the tokens of each 16 in k order */
     for (size_t bh = 0; bh < (size_t)batch * heads; bh++)
-      for (int t = 0; t < s->seqlen; t++)
+      for (int t = 0; t < s->seqlen; t++) {
+        int kk = t % 16, tok = t - kk + (p_regs ? (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3 : kk);
         for (int j = 0; j < s->dim; j++)
-          dbuf_set(&vt, (bh * s->dim + j) * s->seqlen + t, dbuf_get(&x[2], (bh * s->seqlen + t) * s->dim + j));
+          dbuf_set(&vt, (bh * s->dim + j) * s->seqlen + t, dbuf_get(&x[2], (bh * s->seqlen + tok) * s->dim + j));
+      }
     ok = dbuf_upload(g, &vt);
   }
   int64_t qr = (int64_t)rows;
@@ -218,8 +221,8 @@ static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1,
   memcpy(l.args[0], a, sizeof a), l.nargs[0] = 11;
   double ms = ok && tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK ? bench_time_ms(g, do_attn, &l) : -1;
   char name[ATTN_NAME_BYTES];
-  snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 ws%s (flash_attention_ws_fp8.tile)", what,
-           turns ? ", warpgroups take turns" : "");
+  snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 ws%s%s (flash_attention_ws_fp8.tile)", what,
+           p_regs ? ", P in registers" : "", turns ? ", warpgroups take turns" : "");
   if (ms > 0) {
     bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
     double e = agreement(g, o2, o1, n);
@@ -403,7 +406,8 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       double ms = bench_time_ms(g, do_attn, &l);
       snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 (flash_attention_fp8.tile)", what);
       if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
-      for (int turns = 0; turns < 2 && ms > 0 && o2; turns++) bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what, turns);
+      for (int form = 0; form < 4 && ms > 0 && o2; form++)
+        bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what, form & 1, form >> 1);
       if (ms > 0 && o2) bench_fp8_api(g, s, x, o1, o2, n, batch, heads, what);
     }
     for (int i = 0; i < 3; i++) dbuf_free(g, &x[i]);

@@ -102,6 +102,28 @@ Layout layout_wgmma_a(const WgmmaShape *s) {
   return acc_like(s, s->K, inst, s->K / inst, s->gn, 0);
 }
 
+Layout layout_wgmma_a_8bit(const WgmmaShape *s) {
+  Builder b = builder(s->M, s->K, s->num_warps);
+  reg(&b, at(&b, 0, 1));
+  reg(&b, at(&b, 0, 2));
+  reg(&b, at(&b, 8, 0));
+  reg(&b, at(&b, 0, 16));
+  reg_repeats(&b, s->K / WGMMA_K_8BIT, at(&b, 0, WGMMA_K_8BIT));
+  reg_repeats(&b, s->m_rep, at(&b, WGMMA_M * s->gm, 0));
+  b.l.lane[0] = at(&b, 0, 4);
+  b.l.lane[1] = at(&b, 0, 8);
+  b.l.lane[2] = at(&b, 1, 0);
+  b.l.lane[3] = at(&b, 2, 0);
+  b.l.lane[4] = at(&b, 4, 0);
+  int w = 0;
+  b.l.warp[w++] = at(&b, 16, 0);
+  b.l.warp[w++] = at(&b, 32, 0);
+  warps(&b, &w, s->gm, at(&b, WGMMA_M, 0));
+  warps(&b, &w, s->gn, 0);
+  while (w < b.l.nwarp) b.l.warp[w++] = 0;
+  return b.l;
+}
+
 /* ---- mma.sync m16n8k16 ---- */
 
 bool mma_shape(int M, int N, int K, int num_warps, MmaShape *out) {

@@ -58,6 +58,13 @@ Layout layout_wgmma_acc(const WgmmaShape *s);
 /* The A operand from registers, [M, K] (16-bit types). Warpgroups along N
  * hold replicas of A. */
 Layout layout_wgmma_a(const WgmmaShape *s);
+/* The A operand from registers, [M, K], for 8-bit types (K a multiple of
+ * WGMMA_K_8BIT): each 32-bit register holds four consecutive k, lanes
+ * move along k by 4 and 8, registers by 16 and then by instruction
+ * (HOPPER-FACTS.md section 6). */
+Layout layout_wgmma_a_8bit(const WgmmaShape *s);
+/* K of one wgmma instruction on 8-bit types. */
+#define WGMMA_K_8BIT 32
 /* Accumulator registers per thread. */
 int wgmma_acc_regs(const WgmmaShape *s);
 

@@ -222,8 +222,9 @@ static void dot_operand_layouts(LayoutMap *m, const Op *op, const Layout **la, c
   *la = *lb = NULL;
   if (op->kind == OP_WGMMA) {
     WgmmaShape ws;
-    if (op->operands[0]->type.kind != SK_SMEM && wgmma_shape(M, N, K, m->num_warps, &ws))
-      *la = intern(m, layout_wgmma_a(&ws));
+    ScalarKind ka = (ScalarKind)op->operands[0]->type.kind;
+    if (ka != SK_SMEM && wgmma_shape(M, N, K, m->num_warps, &ws))
+      *la = intern(m, ka == SK_F8E4M3 || ka == SK_F8E5M2 ? layout_wgmma_a_8bit(&ws) : layout_wgmma_a(&ws));
     return;
   }
   MmaShape ms;

@@ -37,6 +37,16 @@ static LLVMValueRef f32_to_fp8(Lower *L, LLVMValueRef v, ScalarKind to) {
   return LLVMBuildTrunc(L->b, packed, L->t_i8, "");
 }
 
+/* Two f32 -> fp8 at once (one cvt makes both bytes): *lo and *hi. */
+static void f32_pair_to_fp8(Lower *L, LLVMValueRef lo, LLVMValueRef hi, ScalarKind to, LLVMValueRef *out_lo,
+                            LLVMValueRef *out_hi) {
+  const char *text = to == SK_F8E4M3 ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;" : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;";
+  LLVMValueRef args[2] = {hi, lo}; /* the second source lands in the low byte */
+  LLVMValueRef packed = inline_asm(L, text, "=h,f,f", L->t_i16, args, 2);
+  *out_lo = LLVMBuildTrunc(L->b, packed, L->t_i8, "");
+  *out_hi = LLVMBuildTrunc(L->b, LLVMBuildLShr(L->b, packed, LLVMConstInt(L->t_i16, 8, 0), ""), L->t_i8, "");
+}
+
 /* fp8 (an i8) -> f16, exactly. */
 static LLVMValueRef fp8_to_f16(Lower *L, LLVMValueRef v, ScalarKind from) {
   const char *text = from == SK_F8E4M3 ? "cvt.rn.f16x2.e4m3x2 $0, $1;" : "cvt.rn.f16x2.e5m2x2 $0, $1;";
@@ -608,6 +618,15 @@ static LTile *lower_elementwise(Lower *L, const Op *op, const Layout *l) {
     emit_wgmma_wait(L, wait, in[0]);
   }
   LTile *t = lt_new(L, l);
+  /* f32 (or narrower) -> fp8 two registers a cvt: half the conversions
+   * (flash_attention_ws_fp8's P) */
+  if (op->kind == OP_CAST && is_fp8(rk) && scalar_is_float(k) && k != SK_F64 && !is_fp8(k) && in[0]->nregs > 1 &&
+      in[0]->nregs % 2 == 0 && t->nregs == in[0]->nregs) {
+    for (int r = 0; r < t->nregs; r += 2)
+      f32_pair_to_fp8(L, float_to_float(L, in[0]->regs[r], k, SK_F32), float_to_float(L, in[0]->regs[r + 1], k, SK_F32),
+                      rk, &t->regs[r], &t->regs[r + 1]);
+    return t;
+  }
   for (int r = 0; r < t->nregs; r++) {
     LLVMValueRef a[3];
     for (uint32_t i = 0; i < op->noperands; i++) a[i] = in[i]->regs[in[i]->nregs == 1 ? 0 : r];

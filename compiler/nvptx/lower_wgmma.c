@@ -29,7 +29,7 @@
 
 /* K of one instruction: 16 for 16-bit inputs, 32 for fp8. */
 #define WGMMA_K_HALF 16
-#define WGMMA_K_FP8 32
+#define WGMMA_K_FP8 WGMMA_K_8BIT
 /* Rows of K (or M/N) between two SBO steps. */
 #define CORE_ROWS 8
 /* Registers one asm statement ties through in a wait (one n256 tile). */
@@ -123,7 +123,23 @@ static bool prepare_operand(Lower *L, const Op *op, Operand *o, const Value *v, 
 
 /* Registers j..j+3 of the A fragment (m tile mi, k step kk) packed in
  * pairs: lower k in the low half. */
-static void a_fragment(Lower *L, const LTile *a, const WgmmaShape *ws, int mi, int kk, LLVMValueRef *out) {
+static void a_fragment(Lower *L, const LTile *a, const WgmmaShape *ws, int mi, int kk, bool fp8, LLVMValueRef *out) {
+  if (fp8) { /* layout_wgmma_a_8bit: register j packs the four k of its bytes, lowest k in the low byte */
+    for (int j = 0; j < 4; j++) {
+      int r = ws->K / 2 * mi + 16 * kk + 4 * j;
+      /* by halves, as integers: bytes that one cvt made as a pair
+       * (lower_elem.c) fold back into its 16 bits */
+      LLVMValueRef half[2];
+      for (int h = 0; h < 2; h++) {
+        LLVMValueRef b0 = LLVMBuildZExt(L->b, a->regs[r + 2 * h], L->t_i16, "");
+        LLVMValueRef b1 = LLVMBuildZExt(L->b, a->regs[r + 2 * h + 1], L->t_i16, "");
+        b1 = LLVMBuildShl(L->b, b1, LLVMConstInt(L->t_i16, 8, 0), "");
+        half[h] = LLVMBuildZExt(L->b, LLVMBuildOr(L->b, b0, b1, ""), L->t_i32, "");
+      }
+      out[j] = LLVMBuildOr(L->b, half[0], LLVMBuildShl(L->b, half[1], const_i32(L, 16), ""), "");
+    }
+    return;
+  }
   LLVMTypeRef pair = LLVMVectorType(LLVMTypeOf(a->regs[0]), 2);
   for (int j = 0; j < 4; j++) {
     int r = ws->K / 2 * mi + 8 * kk + 2 * j;
@@ -196,12 +212,13 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
     lower_error(L, op, "internal: wgmma shape");
     return NULL;
   }
-  int kstep = ka == SK_F8E4M3 || ka == SK_F8E5M2 ? WGMMA_K_FP8 : WGMMA_K_HALF;
+  bool fp8 = ka == SK_F8E4M3 || ka == SK_F8E5M2;
+  int kstep = fp8 ? WGMMA_K_FP8 : WGMMA_K_HALF;
   LTile *acc = get_tile(L, cv, l);
   LTile *a = NULL;
   if (a_regs) {
     Layout *al = ARENA_NEW(&L->arena, Layout);
-    *al = layout_wgmma_a(&ws);
+    *al = fp8 ? layout_wgmma_a_8bit(&ws) : layout_wgmma_a(&ws);
     a = get_tile(L, av, al);
   }
   Partner pair;
@@ -238,7 +255,7 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
     for (int mi = 0; mi < ws.m_rep; mi++) {
       LLVMValueRef *dst = aops + (kk * ws.m_rep + mi) * na;
       if (a_regs)
-        a_fragment(L, a, &ws, mi, kk, dst);
+        a_fragment(L, a, &ws, mi, kk, fp8, dst);
       else
         dst[0] = operand_desc(L, &A, true, WGMMA_M * ws.gm * mi, kk * kstep);
     }

@@ -319,9 +319,15 @@ static StagedOperand stage_operand(Sched *s, Op *dot, Value *operand, int need_t
  * the trip through shared memory (flash attention's P). A value carried
  * by a `for` loop (a body argument other than the induction variable)
  * counts as computed: the P of the previous key block in a
- * software-pipelined attention loop. */
+ * software-pipelined attention loop. An 8-bit A is read from registers
+ * only when a reshape computes it: its register layout is not an
+ * accumulator's (four consecutive k per register against two), and the
+ * kernel that reorders k with reshape and trans
+ * (flash_attention_ws_fp8.tile's P_IN_REGISTERS) makes the accumulator's
+ * registers the operand's; any other 8-bit A goes through shared memory,
+ * which costs no more than the conversion would. */
 bool sched_a_in_registers(const Value *a) {
-  if (is_fp8(a->type.kind)) return false;
+  if (is_fp8(a->type.kind)) return a->def && a->def->kind == OP_RESHAPE;
   if (!a->def) return a->owner && a->owner->parent && a->owner->parent->kind == OP_FOR && a->index > 0;
   switch (a->def->kind) {
   case OP_LOAD: case OP_BLOCK_LOAD: case OP_SMEM_LOAD: case OP_TRANS: return false;

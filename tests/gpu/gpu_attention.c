@@ -496,15 +496,21 @@ static const AttnCase fp8_cases[] = {
 /* flash_attention_ws_fp8.tile on the same inputs (q, k, v in b[0..2],
  * with the strides of the case), V transposed here into each head's
  * V^T: out and lse, poisoned first, against the reference r. */
+/* The token column kk (0..15) of a 16-token group of V^T holds in k order
+ * (flash_attention_ws_fp8.tile's k_order). */
+static int k_order_token(int kk) { return (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3; }
+
 static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_attention_fp8_scales *sc,
-                           const AttnRefOut *r, int64_t sb, int64_t sh, int64_t sn, bool turns) {
+                           const AttnRefOut *r, int64_t sb, int64_t sh, int64_t sn, bool turns, bool p_regs) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "BSHD", c->bshd ? "true" : "false",
-                        "TURNS", turns ? "true" : "false", NULL};
+                        "TURNS", turns ? "true" : "false", "P_IN_REGISTERS", p_regs ? "true" : "false", NULL};
   Variant w;
   if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return false;
   int64_t vt_stride = grid_of(c->seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
+  /* with P_IN_REGISTERS the tokens of each 16 in k order, zeros past seqlen */
+  int64_t vt_cols = p_regs ? vt_stride : c->seqlen;
   size_t vt_rows = (size_t)c->batch * c->heads * c->dim, rows = (size_t)c->batch * c->heads * c->seqlen;
   DBuf vt, out, lse;
   memset(&vt, 0, sizeof vt), memset(&out, 0, sizeof out), memset(&lse, 0, sizeof lse);
@@ -514,16 +520,18 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
     dbuf_poison(&vt), dbuf_poison(&out), dbuf_poison(&lse);
     for (int bb = 0; bb < c->batch; bb++)
       for (int h = 0; h < c->heads; h++)
-        for (int t = 0; t < c->seqlen; t++)
+        for (int t = 0; t < vt_cols; t++) {
+          int tok = p_regs ? t / 16 * 16 + k_order_token(t % 16) : t;
           for (int j = 0; j < c->dim; j++)
-            dbuf_set(&vt, (((size_t)bb * c->heads + h) * c->dim + j) * (size_t)vt_stride + t,
-                     dbuf_get(&b[2], (size_t)(bb * sb + h * sh + t * sn + j)));
+            dbuf_set(&vt, (((size_t)bb * c->heads + h) * c->dim + j) * (size_t)vt_stride + (size_t)t,
+                     tok < c->seqlen ? dbuf_get(&b[2], (size_t)(bb * sb + h * sh + tok * sn + j)) : 0.0);
+        }
     ok = dbuf_upload(g, &vt) && dbuf_upload(g, &out) && dbuf_upload(g, &lse);
   }
   int64_t qr = (int64_t)rows, qc = c->dim;
   if (c->bshd) qr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim;
   tile_tensor tq = {b[0].dev, 2, {qr, qc}, {qc, 1}}, tk = {b[1].dev, 2, {qr, qc}, {qc, 1}};
-  tile_tensor tv = {vt.dev, 2, {(int64_t)vt_rows, c->seqlen}, {vt_stride, 1}};
+  tile_tensor tv = {vt.dev, 2, {(int64_t)vt_rows, vt_cols}, {vt_stride, 1}};
   tile_arg a[11] = {tile_arg_ptr(out.dev),          tile_arg_ptr(lse.dev),         tile_arg_tensor(&tq),
                     tile_arg_tensor(&tk),           tile_arg_tensor(&tv),          tile_arg_i64(c->seqlen),
                     tile_arg_i64(c->heads),         tile_arg_f64(1.0 / sqrt((double)c->dim)),
@@ -537,7 +545,7 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
   if (ok) {
     double e = error_of(&out, r->out), e_lse = 0;
     for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(dbuf_get(&lse, i) - r->lse[i]));
-    const char *form = turns ? " (turns)" : "";
+    const char *form = p_regs ? (turns ? " (P in registers, turns)" : " (P in registers)") : turns ? " (turns)" : "";
     if (!(e <= ATTN_FP8_TOL)) printf("  flash_attention_ws_fp8%s out: relative error %.3g\n", form, e);
     if (!(e_lse <= ATTN_LSE_TOL)) printf("  flash_attention_ws_fp8%s lse: max abs error %.3g\n", form, e_lse);
     ok = e <= ATTN_FP8_TOL && e_lse <= ATTN_LSE_TOL;
@@ -614,7 +622,7 @@ static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
       printf("  tile_attention_forward_fp8: out error %.3g (limit %.3g)\n", e, ATTN_FP8_TOL);
       ok = false;
     }
-    for (int turns = 0; turns < 2; turns++) ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn, turns) && ok;
+    for (int form = 0; form < 4; form++) ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn, form & 1, form >> 1) && ok;
     ok = fp8_lse_api_matches(g, att, &p, b, &sc, &r) && ok;
     for (int i = 0; i < 3; i++) free(x[i]);
     free(dout), free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);

@@ -486,16 +486,25 @@ Test(attention_fp8, d128_causal) { check_fp8(1, 200, 128, true, 82); }
 /* V^T rows of fp8 are padded to a multiple of 16 bytes (a TMA stride). */
 #define VT_ROW_ALIGN 16
 
+/* The token that column kk (0..15) of a 16-token group of V^T holds in
+ * k order (flash_attention_ws_fp8.tile's k_order: k's bits 0, 1, 2, 3 are
+ * the token's bits 0, 3, 1, 2). */
+static int k_order_token(int kk) { return (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3; }
+
 /* turns: the consumer warpgroups take turns (TURNS; no effect in the
- * interpreter, but the calls must balance on every path). */
-static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
+ * interpreter, but the calls must balance on every path). p_regs: P and
+ * V^T in k order (P_IN_REGISTERS in both kernels), V^T from attention_vt
+ * and its padding columns part of the tensor. */
+static void check_fp8_ws(Shape s, bool turns, bool p_regs, uint64_t seed) {
   char d[8];
   snprintf(d, sizeof d, "%d", s.dim);
-  const char *defs[] = {"HEAD_DIM", d, "CAUSAL", s.causal ? "true" : "false", "BSHD", s.bshd ? "true" : "false",
-                        "TURNS", turns ? "true" : "false", NULL};
+  const char *pr = p_regs ? "true" : "false";
+  const char *defs[] = {"HEAD_DIM", d,  "CAUSAL", s.causal ? "true" : "false", "BSHD", s.bshd ? "true" : "false",
+                        "TURNS", turns ? "true" : "false", "P_IN_REGISTERS", pr, NULL};
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws_fp8.tile", NULL, defs);
   size_t n = (size_t)s.batch * s.heads * s.seqlen * s.dim, rows = (size_t)s.batch * s.heads * s.seqlen;
   int64_t vt_stride = harness_cdiv(s.seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
+  int64_t vt_cols = p_regs ? vt_stride : s.seqlen;
   size_t vt_rows = (size_t)s.batch * s.heads * s.dim;
   HBuf q = hbuf_new("f8e4m3", n, "q"), k = hbuf_new("f8e4m3", n, "k"), v = hbuf_new("f8e4m3", n, "v");
   HBuf vt = hbuf_new("f8e4m3", vt_rows * (size_t)vt_stride, "vt");
@@ -503,23 +512,26 @@ static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
   Rng rng = {seed};
   hbuf_fill_uniform(&q, &rng, -200, 200), hbuf_fill_uniform(&k, &rng, -200, 200), hbuf_fill_uniform(&v, &rng, -200, 200);
   hbuf_poison(&vt), hbuf_poison(&out), hbuf_poison(&lse);
-  /* each head's V transposed: row (b * heads + h) * dim + j holds v[b, :, h, j] */
+  /* each head's V transposed: row (b * heads + h) * dim + j holds v[b, :, h, j]
+   * (with p_regs in k order, zeros past seqlen up to the padded width) */
   Strides sv = strides_of(s, s.heads);
   for (int b = 0; b < s.batch; b++)
     for (int h = 0; h < s.heads; h++)
-      for (int t = 0; t < s.seqlen; t++)
+      for (int t = 0; t < (p_regs ? vt_stride : s.seqlen); t++) {
+        int tok = p_regs ? t / 16 * 16 + k_order_token(t % 16) : t;
         for (int j = 0; j < s.dim; j++)
-          hbuf_set(&vt, (((size_t)b * s.heads + h) * s.dim + j) * (size_t)vt_stride + t,
-                   hbuf_get(&v, (size_t)(b * sv.b + h * sv.h + t * sv.n + j)));
+          hbuf_set(&vt, (((size_t)b * s.heads + h) * s.dim + j) * (size_t)vt_stride + (size_t)t,
+                   tok < s.seqlen ? hbuf_get(&v, (size_t)(b * sv.b + h * sv.h + tok * sv.n + j)) : 0.0);
+      }
   /* attention_vt (the same file's second kernel) writes the same V^T:
    * exact, the padding columns left as they were */
   HBuf vt2 = hbuf_new("f8e4m3", vt_rows * (size_t)vt_stride, "vt (attention_vt)");
   hbuf_poison(&vt2);
-  const char *vdefs[] = {"HEAD_DIM", d, NULL};
+  const char *vdefs[] = {"HEAD_DIM", d, "P_IN_REGISTERS", pr, NULL};
   tc_compilation *vc = harness_compile("lang/std/flash_attention_ws_fp8.tile", "attention_vt", vdefs);
   int64_t block_t = 0;
   cr_assert(tc_kernel_const_int(vc, 0, "BLOCK_T", &block_t));
-  tc_arg vargs[7] = {{.p = vt2.data, .shape = {(int64_t)vt_rows, s.seqlen}, .strides = {vt_stride, 1}},
+  tc_arg vargs[7] = {{.p = vt2.data, .shape = {(int64_t)vt_rows, vt_cols}, .strides = {vt_stride, 1}},
                      {.p = v.data}, {.i = s.seqlen}, {.i = s.heads}, {.i = sv.b}, {.i = sv.h}, {.i = sv.n}};
   const HBuf *vbufs[] = {&vt2, &v};
   harness_run(vc, (int64_t[3]){harness_cdiv(s.seqlen, block_t), (int64_t)s.batch * s.heads, 1}, vargs, 7, vbufs, 2);
@@ -529,7 +541,7 @@ static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
     for (int64_t t = 0; t < vt_stride; t++) {
       size_t at = r * (size_t)vt_stride + (size_t)t; /* one byte an element; vt's padding is poison too */
       bool same = memcmp((char *)vt.data + at, (char *)vt2.data + at, 1) == 0;
-      if (t < s.seqlen) wrong += !same;
+      if (t < vt_cols) wrong += !same;
       else padding_written += !same;
     }
   cr_expect_eq(wrong, 0, "attention_vt: %zu elements differ from the transpose", wrong);
@@ -542,7 +554,7 @@ static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
                      {.p = lse.data},
                      {.p = q.data, .shape = {qr, qc}, .strides = {qc, 1}},
                      {.p = k.data, .shape = {qr, qc}, .strides = {qc, 1}},
-                     {.p = vt.data, .shape = {(int64_t)vt_rows, s.seqlen}, .strides = {vt_stride, 1}},
+                     {.p = vt.data, .shape = {(int64_t)vt_rows, vt_cols}, .strides = {vt_stride, 1}},
                      {.i = s.seqlen},
                      {.i = s.heads},
                      {.f = (float)scale},
@@ -573,8 +585,14 @@ static void check_fp8_ws(Shape s, bool turns, uint64_t seed) {
 }
 
 Test(attention_fp8, ws_d64_full_odd_length) {
-  check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, false, 83);
+  check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, false, false, 83);
 }
 Test(attention_fp8, ws_d128_causal_bshd_turns) {
-  check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 200, .dim = 128, .causal = true, .bshd = true}, true, 84);
+  check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 200, .dim = 128, .causal = true, .bshd = true}, true, false, 84);
+}
+Test(attention_fp8, ws_p_in_registers_d64_full_odd_length) {
+  check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, false, true, 85);
+}
+Test(attention_fp8, ws_p_in_registers_d128_causal_bshd_turns) {
+  check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 203, .dim = 128, .causal = true, .bshd = true}, true, true, 86);
 }

@@ -102,6 +102,8 @@ static const KernelSpec specs[] = {
     {"lang/std/flash_attention_ws_fp8.tile", {NULL}},
     {"lang/std/flash_attention_ws_fp8.tile", {"HEAD_DIM", "64", "CAUSAL", "true", "BSHD", "true", NULL}},
     {"lang/std/flash_attention_ws_fp8.tile", {"TURNS", "true", NULL}},
+    {"lang/std/flash_attention_ws_fp8.tile", {"P_IN_REGISTERS", "true", NULL}},
+    {"lang/std/flash_attention_ws_fp8.tile", {"HEAD_DIM", "64", "CAUSAL", "true", "P_IN_REGISTERS", "true", "TURNS", "true", NULL}},
     {"lang/std/flash_attention_varlen.tile", {"HEAD_DIM", "128", "CAUSAL", "true", NULL}},
     {"lang/std/paged_decode.tile", {NULL}},
     {"lang/std/paged_decode.tile", {"HEAD_DIM", "64", "PAGE", "1", "WARPS", "4", NULL}}, /* as libtile_attention builds d64 */
@@ -1179,5 +1181,32 @@ Test(codegen, staging_barriers_of_one_warpgroup) {
   char *ws = tc_emit(c, TC_EMIT_LOWERED);
   cr_expect_eq(harness_count(ws, "operand = 1"), 0, "%s", ws);
   free(ws);
+  tc_free(c);
+}
+
+/* With P and V^T in k order (P_IN_REGISTERS), the fp8 forward's second
+ * product reads P from registers: the k-ordered accumulator is the 8-bit
+ * A operand's layout up to the order of each thread's registers, so no
+ * shared memory, no barrier and no shuffle moves it (the 4 wgmma of P.V
+ * take four 32-bit registers), and its conversion to e4m3 takes one cvt
+ * for two values (32 for the 64 of a thread's P). */
+Test(codegen, fp8_p_in_registers_moves_nothing) {
+  const char *const defs[] = {"P_IN_REGISTERS", "true", NULL};
+  char *ptx = ptx_of("lang/std/flash_attention_ws_fp8.tile", defs);
+  cr_expect_eq(harness_count(ptx, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"), 8, "%s", ptx);
+  int a_regs = 0;
+  for (const char *p = strstr(ptx, "wgmma.mma_async"); p; p = strstr(p + 1, "wgmma.mma_async")) {
+    const char *acc_end = strchr(p, '}');
+    a_regs += acc_end && !strncmp(acc_end, "}, {%r", 6);
+  }
+  cr_expect_eq(a_regs, 4, "the P.V products with A in registers:\n%s", ptx);
+  cr_expect_eq(harness_count(ptx, "st.shared"), 0, "%s", ptx);
+  cr_expect_eq(harness_count(ptx, "barrier.sync \t%r"), 0, "a staging barrier:\n%s", ptx);
+  cr_expect_eq(harness_count(ptx, "cvt.rn.satfinite.e4m3x2.f32"), 32, "%s", ptx);
+  free(ptx);
+  tc_compilation *c = generate("lang/std/flash_attention_ws_fp8.tile", defs, TC_LINKER_NONE);
+  char *ir = tc_emit(c, TC_EMIT_LOWERED);
+  cr_expect_eq(harness_count(ir, "operand = 1"), 0, "%s", ir);
+  free(ir);
   tc_free(c);
 }
