@@ -366,7 +366,10 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
                  {"one key block per iteration, warpgroups take turns", "false", "false", "true"},
                  {"one key block per iteration, warpgroups take turns, Q in registers", "false", "true", "true"},
                  {"two key blocks per iteration, warpgroups take turns", "true", "true", "true"}};
-    for (size_t f = 0; f < sizeof forms / sizeof forms[0] && ms > 0 && o1 && s->dim <= 128; f++) {
+    /* TILE_BENCH_ATTN_FP8_ONLY=1: the bf16 default beside the fp8 rows only */
+    const char *fp8_only = getenv("TILE_BENCH_ATTN_FP8_ONLY");
+    bool forms_too = !(fp8_only && *fp8_only);
+    for (size_t f = 0; forms_too && f < sizeof forms / sizeof forms[0] && ms > 0 && o1 && s->dim <= 128; f++) {
       bool two = forms[f].two[0] == 't';
       const char *alt_defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TWO_BLOCKS", forms[f].two,
                                 "Q_IN_REGISTERS", forms[f].qreg, "BLOCK_N", s->dim == 128 && two ? "64" : "128",
@@ -377,7 +380,7 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       variant_free(&tb);
     }
     Variant nw;
-    if (ms > 0 && o1 && s->dim <= 128 && build_without_ws(g, dim, s->causal, &nw)) {
+    if (forms_too && ms > 0 && o1 && s->dim <= 128 && build_without_ws(g, dim, s->causal, &nw)) {
       time_form(g, &l, &nw, o1, o2, n, s, batch, heads, what, "one key block per iteration, no warp specialization");
       variant_free(&nw);
     }
