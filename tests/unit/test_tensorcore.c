@@ -128,6 +128,45 @@ Test(wgmma, register_a_operand_is_the_accumulator_layout) {
   expect_coverage(&ar);
 }
 
+Test(wgmma, register_a_operand_8bit_and_the_k_ordered_accumulator) {
+  /* The 8-bit fragment of k step kk (PTX ISA, k32): register j holds
+   * four consecutive k, (row 16w + l/4 + 8(j&1), k 32kk + 16(j>>1) +
+   * 4(l%4) + i), i the byte. */
+  WgmmaShape pv;
+  cr_assert(wgmma_shape(128, 128, 128, 8, &pv));
+  Layout a = layout_wgmma_a_8bit(&pv);
+  for (uint32_t w = 0; w < 8; w++)
+    for (uint32_t ln = 0; ln < 32; ln++)
+      for (uint32_t kk = 0; kk < 4; kk++)
+        for (uint32_t j = 0; j < 4; j++)
+          for (uint32_t i = 0; i < 4; i++) {
+            uint32_t row = 64 * (w / 4) + 16 * (w % 4) + ln / 4 + 8 * (j & 1);
+            uint32_t k = 32 * kk + 16 * (j >> 1) + 4 * (ln % 4) + i;
+            cr_assert_eq(layout_apply(&a, 16 * kk + 4 * j + i, ln, w), row * 128 + k, "warp %u lane %u kk %u j %u i %u",
+                         w, ln, kk, j, i);
+          }
+  expect_coverage(&a);
+  /* S [128, 128] with its columns in k order (flash_attention_ws_fp8's
+   * k_order: reshape, trans, reshape) reaches the fragment by a
+   * permutation of each thread's registers; S itself needs lanes to
+   * exchange data. */
+  WgmmaShape qk;
+  cr_assert(wgmma_shape(128, 128, 128, 8, &qk));
+  Layout acc = layout_wgmma_acc(&qk);
+  const int32_t split[4] = {128 * 128 / 16, 2, 4, 2}, perm[4] = {0, 2, 1, 3}, square[2] = {128, 128};
+  Layout r1 = layout_reshape(&acc, 4, split);
+  Layout t = layout_trans(&r1, perm);
+  Layout ordered = layout_reshape(&t, 2, square);
+  ConvertPlan *plan = malloc(sizeof *plan);
+  cr_assert(plan);
+  layout_convert_plan(&ordered, &a, plan);
+  cr_expect_eq(plan->kind, CONVERT_REGISTERS, "k-ordered P: plan %d", plan->kind);
+  layout_convert_plan(&acc, &a, plan);
+  cr_expect_neq(plan->kind, CONVERT_REGISTERS, "P in its own order would need more than a register permutation");
+  cr_expect_neq(plan->kind, CONVERT_NONE);
+  free(plan);
+}
+
 /* ---- mma.sync ---- */
 
 static void check_mma(int M, int N, int K, int warps) {
