@@ -261,17 +261,18 @@ Test(layer_plans, the_warp_specialized_fp8_forward_transposes_v_into_the_workspa
                tile_last_error());
   const char *log = cuda_log();
   cr_expect_eq(count_lines(log, "launch "), 2, "%s", log);
-  /* V^T of the 12 heads: [12 * 64, 1000] with rows of 1008 bytes, 256
-   * tokens a program (BLOCK_T = 16384 / HEAD_DIM) */
+  /* V^T of the 12 heads: [12 * 64, 1008] (1000 tokens, rows padded to
+   * 16 bytes, the padding written as zeros), 256 tokens a program
+   * (BLOCK_T = 16384 / HEAD_DIM) */
   const char *vt = strstr(log, "launch attention_vt grid 4x12x1 ");
   const char *fwd = strstr(log, "launch flash_attention_ws_fp8 grid 8x12x1 ");
   cr_expect(vt && fwd && vt < fwd, "the transposition, then the forward:\n%s", log);
   char want[160];
-  snprintf(want, sizeof want, "vt=0x%llx[768x1000]", (unsigned long long)ws);
+  snprintf(want, sizeof want, "vt=0x%llx[768x1008]", (unsigned long long)ws);
   cr_expect(vt && strstr(vt, want), "expected '%s' in:\n%s", want, log);
   cr_expect(strstr(log, "stride_b=256000 stride_h=64000 stride_n=64"), "v's BHSD strides:\n%s", log);
   cr_expect(fwd && strstr(fwd, "descale_q=0.25 descale_k=0.5 descale_v=0.125"), "%s", log);
-  snprintf(want, sizeof want, "vt=0x%llx[768x1000] seqlen=1000", (unsigned long long)ws);
+  snprintf(want, sizeof want, "vt=0x%llx[768x1008] seqlen=1000", (unsigned long long)ws);
   cr_expect(fwd && strstr(fwd, want), "the forward reads the workspace: expected '%s' in:\n%s", want, log);
   expect_no_host_wait(log);
   tile_attention_destroy(a);
