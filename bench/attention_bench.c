@@ -9,6 +9,9 @@
  *                             a TMA ring and two consumer warpgroups
  *   flash_attention_fp8.tile  the forward on e4m3 inputs (per-tensor
  *                             scales), reported against the bf16 anchors
+ *   flash_attention_ws_fp8.tile  the same warp-specialized (P staged or in
+ *                             registers, with or without turns), and
+ *                             through tile_attention_forward_fp8_lse
  *   flash_attention_bwd.tile  the backward (delta, dk/dv, dq: 2.5 times the
  *                             forward's operations), at d128 16k
  *
@@ -18,6 +21,11 @@
  * the rows carry anchor 0. Each shape also compares the two forwards'
  * outputs on the same inputs (they must agree to bf16 rounding), so that a
  * fast wrong kernel cannot pass as a result.
+ *
+ * TILE_BENCH_ATTN_ONLY picks forward shapes ("d128 16k full|d64 1k") or
+ * the backward ("backward"); TILE_BENCH_ATTN_FP8_ONLY=1 skips the bf16
+ * forms but the default; TILE_BENCH_ATTN_FP8_PAIR=1 also times the fp8
+ * forward with P staged against P in registers in alternating rounds.
  */
 #include <math.h>
 #include <stdio.h>
@@ -185,41 +193,69 @@ static bool build_without_ws(Gpu *g, const char *dim, bool causal, Variant *v) {
 /* flash_attention_ws_fp8.tile on the fp8 inputs x (BHSD), V transposed
  * here into each head's V^T; its output (into o2, poisoned first)
  * compared with flash_attention_fp8.tile's in o1. */
-static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
-                         int heads, double scale, const char *what, bool turns, bool p_regs) {
+/* A build of flash_attention_ws_fp8.tile ready to launch on the fp8
+ * inputs x (BHSD), with its own V^T (natural or k order) and lse. */
+typedef struct WsFp8 {
+  Variant w;
+  DBuf vt;
+  uint64_t lse;
+  tile_tensor tq, tk, tv;
+  AttnLaunch l;
+} WsFp8;
+
+static void ws_fp8_free(Gpu *g, WsFp8 *f) {
+  if (f->lse) tile_mem_free(g->rt, f->lse);
+  if (f->vt.host) dbuf_free(g, &f->vt);
+  variant_free(&f->w);
+}
+
+static bool ws_fp8_setup(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t out, size_t n, int batch, int heads,
+                         double scale, bool turns, bool p_regs, WsFp8 *f) {
+  memset(f, 0, sizeof *f);
   char dim[8];
   snprintf(dim, sizeof dim, "%d", s->dim);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", s->causal ? "true" : "false", "TURNS", turns ? "true" : "false",
                         "P_IN_REGISTERS", p_regs ? "true" : "false", NULL};
-  Variant w;
-  if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &w)) return;
+  if (!variant_build(g, "lang/std/flash_attention_ws_fp8.tile", defs, &f->w)) return false;
   size_t rows = (size_t)batch * heads * s->seqlen;
-  DBuf vt;
-  uint64_t lse = 0;
-  bool ok = dbuf_alloc(g, &vt, "vt", "f8e4m3", n) && tile_mem_alloc(g->rt, rows * 4, &lse) == TILE_OK;
+  bool ok = dbuf_alloc(g, &f->vt, "vt", "f8e4m3", n) && tile_mem_alloc(g->rt, rows * 4, &f->lse) == TILE_OK;
   if (ok) { /* seqlen is a multiple of 16: V^T rows need no padding; with
              * P_IN_REGISTERS the tokens of each 16 in k order */
     for (size_t bh = 0; bh < (size_t)batch * heads; bh++)
       for (int t = 0; t < s->seqlen; t++) {
         int kk = t % 16, tok = t - kk + (p_regs ? (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3 : kk);
         for (int j = 0; j < s->dim; j++)
-          dbuf_set(&vt, (bh * s->dim + j) * s->seqlen + t, dbuf_get(&x[2], (bh * s->seqlen + tok) * s->dim + j));
+          dbuf_set(&f->vt, (bh * s->dim + j) * s->seqlen + t, dbuf_get(&x[2], (bh * s->seqlen + tok) * s->dim + j));
       }
-    ok = dbuf_upload(g, &vt);
+    ok = dbuf_upload(g, &f->vt);
+  }
+  if (!ok) {
+    ws_fp8_free(g, f);
+    return false;
   }
   int64_t qr = (int64_t)rows;
-  tile_tensor tq = {x[0].dev, 2, {qr, s->dim}, {s->dim, 1}}, tk = {x[1].dev, 2, {qr, s->dim}, {s->dim, 1}};
-  tile_tensor tv = {vt.dev, 2, {(int64_t)batch * heads * s->dim, s->seqlen}, {s->seqlen, 1}};
-  AttnLaunch l = {.nk = 1};
-  l.k[0] = w.kernel;
-  l.grid[0][0] = (uint32_t)((s->seqlen + variant_const(&w, "BLOCK_M", 128) - 1) / variant_const(&w, "BLOCK_M", 128));
-  l.grid[0][1] = (uint32_t)(batch * heads), l.grid[0][2] = 1;
-  tile_arg a[11] = {tile_arg_ptr(o2),         tile_arg_ptr(lse),         tile_arg_tensor(&tq),
-                    tile_arg_tensor(&tk),     tile_arg_tensor(&tv),      tile_arg_i64(s->seqlen),
-                    tile_arg_i64(heads),      tile_arg_f64(scale),       tile_arg_f64(1.0 / 200),
-                    tile_arg_f64(1.0 / 200),  tile_arg_f64(1.0 / 200)};
-  memcpy(l.args[0], a, sizeof a), l.nargs[0] = 11;
-  double ms = ok && tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK ? bench_time_ms(g, do_attn, &l) : -1;
+  f->tq = (tile_tensor){x[0].dev, 2, {qr, s->dim}, {s->dim, 1}}, f->tk = (tile_tensor){x[1].dev, 2, {qr, s->dim}, {s->dim, 1}};
+  f->tv = (tile_tensor){f->vt.dev, 2, {(int64_t)batch * heads * s->dim, s->seqlen}, {s->seqlen, 1}};
+  f->l.nk = 1;
+  f->l.k[0] = f->w.kernel;
+  int64_t bm = variant_const(&f->w, "BLOCK_M", 128);
+  f->l.grid[0][0] = (uint32_t)((s->seqlen + bm - 1) / bm), f->l.grid[0][1] = (uint32_t)(batch * heads), f->l.grid[0][2] = 1;
+  tile_arg a[11] = {tile_arg_ptr(out),          tile_arg_ptr(f->lse),      tile_arg_tensor(&f->tq),
+                    tile_arg_tensor(&f->tk),    tile_arg_tensor(&f->tv),   tile_arg_i64(s->seqlen),
+                    tile_arg_i64(heads),        tile_arg_f64(scale),       tile_arg_f64(1.0 / 200),
+                    tile_arg_f64(1.0 / 200),    tile_arg_f64(1.0 / 200)};
+  memcpy(f->l.args[0], a, sizeof a), f->l.nargs[0] = 11;
+  return true;
+}
+
+/* flash_attention_ws_fp8.tile on the fp8 inputs x (BHSD), V transposed
+ * here into each head's V^T; its output (into o2, poisoned first)
+ * compared with flash_attention_fp8.tile's in o1. */
+static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
+                         int heads, double scale, const char *what, bool turns, bool p_regs) {
+  WsFp8 f;
+  if (!ws_fp8_setup(g, s, x, o2, n, batch, heads, scale, turns, p_regs, &f)) return;
+  double ms = tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK ? bench_time_ms(g, do_attn, &f.l) : -1;
   char name[ATTN_NAME_BYTES];
   snprintf(name, sizeof name, "attention fwd %s tile fp8 e4m3 ws%s%s (flash_attention_ws_fp8.tile)", what,
            p_regs ? ", P in registers" : "", turns ? ", warpgroups take turns" : "");
@@ -229,9 +265,40 @@ static void bench_ws_fp8(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1,
     printf("  %s: flash_attention_ws_fp8 against flash_attention_fp8: relative difference %.3g (%s fp8's bound %.0e)\n",
            what, e, e <= ATTN_FP8_AGREE_TOL ? "within" : "PAST", ATTN_FP8_AGREE_TOL);
   }
-  if (lse) tile_mem_free(g->rt, lse);
-  dbuf_free(g, &vt);
-  variant_free(&w);
+  ws_fp8_free(g, &f);
+}
+
+/* Rounds of the P-in-registers comparison. */
+#define FP8_PAIR_ROUNDS 3
+
+/* TILE_BENCH_ATTN_FP8_PAIR=1: flash_attention_ws_fp8 with P staged and
+ * with P in registers (no turns), timed in alternating rounds
+ * (bench_time_pair_ms), each output compared with flash_attention_fp8's
+ * in o1 first. Printed, not rows. */
+static void compare_fp8_p_forms(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t o1, uint64_t o2, size_t n, int batch,
+                                int heads, double scale, const char *what) {
+  WsFp8 f[2];
+  if (!ws_fp8_setup(g, s, x, o2, n, batch, heads, scale, false, false, &f[0])) return;
+  if (!ws_fp8_setup(g, s, x, o2, n, batch, heads, scale, false, true, &f[1])) {
+    ws_fp8_free(g, &f[0]);
+    return;
+  }
+  bool ok = true;
+  for (int i = 0; i < 2 && ok; i++) {
+    ok = tile_memset_d8(g->rt, o2, 0xFF, n * 2) == TILE_OK && do_attn(&f[i].l) && tile_synchronize(g->rt) == TILE_OK;
+    double e = ok ? agreement(g, o2, o1, n) : -1;
+    printf("  %s: P %s: relative difference %.3g against flash_attention_fp8 (%s fp8's bound %.0e)\n", what,
+           i ? "in registers" : "staged", e, e >= 0 && e <= ATTN_FP8_AGREE_TOL ? "within" : "PAST", ATTN_FP8_AGREE_TOL);
+  }
+  double fl = flops(s, batch, heads);
+  for (int r = 0; r < FP8_PAIR_ROUNDS && ok; r++) {
+    double ms[2];
+    ok = bench_time_pair_ms(g, do_attn, &f[0].l, do_attn, &f[1].l, &ms[0], &ms[1]);
+    if (ok)
+      printf("fp8 P forms %s round %d: staged %.1f TFLOP/s, in registers %.1f: registers / staged %.3f\n", what, r,
+             fl / (ms[0] * 1e9), fl / (ms[1] * 1e9), ms[0] / ms[1]);
+  }
+  ws_fp8_free(g, &f[0]), ws_fp8_free(g, &f[1]);
 }
 
 /* One call of tile_attention_forward_fp8_lse (V^T into the workspace,
@@ -411,6 +478,8 @@ static void bench_shape(Gpu *g, const AttnShape *s) {
       if (ms > 0) bench_add_row(name, flops(s, batch, heads) / (ms * 1e9), 0, "TFLOP/s");
       for (int form = 0; form < 4 && ms > 0 && o2; form++)
         bench_ws_fp8(g, s, x, o1, o2, n, batch, heads, scale, what, form & 1, form >> 1);
+      const char *pair = getenv("TILE_BENCH_ATTN_FP8_PAIR");
+      if (ms > 0 && o2 && pair && *pair) compare_fp8_p_forms(g, s, x, o1, o2, n, batch, heads, scale, what);
       if (ms > 0 && o2) bench_fp8_api(g, s, x, o1, o2, n, batch, heads, what);
     }
     for (int i = 0; i < 3; i++) dbuf_free(g, &x[i]);
