@@ -240,11 +240,11 @@ static bool ws_fp8_setup(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t out
   f->l.k[0] = f->w.kernel;
   int64_t bm = variant_const(&f->w, "BLOCK_M", 128);
   f->l.grid[0][0] = (uint32_t)((s->seqlen + bm - 1) / bm), f->l.grid[0][1] = (uint32_t)(batch * heads), f->l.grid[0][2] = 1;
-  tile_arg a[11] = {tile_arg_ptr(out),          tile_arg_ptr(f->lse),      tile_arg_tensor(&f->tq),
+  tile_arg a[12] = {tile_arg_ptr(out),          tile_arg_ptr(f->lse),      tile_arg_tensor(&f->tq),
                     tile_arg_tensor(&f->tk),    tile_arg_tensor(&f->tv),   tile_arg_i64(s->seqlen),
-                    tile_arg_i64(heads),        tile_arg_f64(scale),       tile_arg_f64(1.0 / 200),
-                    tile_arg_f64(1.0 / 200),    tile_arg_f64(1.0 / 200)};
-  memcpy(f->l.args[0], a, sizeof a), f->l.nargs[0] = 11;
+                    tile_arg_i64(heads),        tile_arg_i64(heads),       tile_arg_f64(scale),
+                    tile_arg_f64(1.0 / 200),    tile_arg_f64(1.0 / 200),   tile_arg_f64(1.0 / 200)};
+  memcpy(f->l.args[0], a, sizeof a), f->l.nargs[0] = 12;
   return true;
 }
 

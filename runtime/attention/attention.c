@@ -332,7 +332,19 @@ tile_status tile_attention_forward(tile_attention *a, const tile_attention_probl
   return launch(a, &pr, K_FWD, pr.p.heads, stream, args, 15);
 }
 
-/* The checks both fp8 forwards make of the problem (already filled in)
+/* The scales' check. */
+static tile_status check_fp8_scales(const char *fn, const tile_attention_fp8_scales *scales) {
+  if (!scales) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the scales are NULL", fn);
+  const float sc[3] = {scales->descale_q, scales->descale_k, scales->descale_v};
+  static const char *const sc_names[3] = {"descale_q", "descale_k", "descale_v"};
+  for (int i = 0; i < 3; i++)
+    if (!(sc[i] > 0) || isinf(sc[i]))
+      return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is %g: it must be positive and finite", fn, sc_names[i],
+                         (double)sc[i]);
+  return TILE_OK;
+}
+
+/* flash_attention_fp8.tile's checks of the problem (already filled in)
  * and the scales. */
 static tile_status check_fp8(const char *fn, const tile_attention_problem *pp, const tile_attention_fp8_scales *scales) {
   /* one head count and one set of strides for q, k, v and out */
@@ -345,14 +357,7 @@ static tile_status check_fp8(const char *fn, const tile_attention_problem *pp, c
                        "%s: q_strides and kv_strides differ: the fp8 forward reads q, k, v and writes out with one "
                        "set of strides",
                        fn);
-  if (!scales) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the scales are NULL", fn);
-  const float sc[3] = {scales->descale_q, scales->descale_k, scales->descale_v};
-  static const char *const sc_names[3] = {"descale_q", "descale_k", "descale_v"};
-  for (int i = 0; i < 3; i++)
-    if (!(sc[i] > 0) || isinf(sc[i]))
-      return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: %s is %g: it must be positive and finite", fn, sc_names[i],
-                         (double)sc[i]);
-  return TILE_OK;
+  return check_fp8_scales(fn, scales);
 }
 
 tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_problem *p, uint64_t out, uint64_t q,
@@ -388,8 +393,8 @@ static int64_t vt_stride(int seqlen) {
 }
 
 size_t tile_attention_fp8_workspace_bytes(const tile_attention_problem *p) {
-  if (!p || p->batch < 1 || p->heads < 1 || p->seqlen < 1 || p->head_dim < 1) return 0;
-  return (size_t)p->batch * (size_t)p->heads * (size_t)p->head_dim * (size_t)vt_stride(p->seqlen);
+  if (!p || p->batch < 1 || p->heads_kv < 1 || p->seqlen < 1 || p->head_dim < 1) return 0;
+  return (size_t)p->batch * (size_t)p->heads_kv * (size_t)p->head_dim * (size_t)vt_stride(p->seqlen);
 }
 
 tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attention_problem *p, uint64_t out,
@@ -405,7 +410,7 @@ tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attenti
   if (st == TILE_OK && (!workspace || workspace % ATT_PTR_ALIGN))
     st = tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is %s", fn, (unsigned long long)workspace,
                      workspace ? "not 16-byte aligned" : "0");
-  if (st == TILE_OK) st = check_fp8(fn, &pr.p, scales);
+  if (st == TILE_OK) st = check_fp8_scales(fn, scales);
   if (st != TILE_OK) return st;
   const tile_attention_problem *pp = &pr.p;
   int layout = ws_layout(pp);
@@ -414,34 +419,34 @@ tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attenti
                        "%s: the strides are neither contiguous BHSD nor BSHD (tile_attention_forward_fp8 takes any)",
                        fn);
   if (!a) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
-  int64_t bh = (int64_t)pp->batch * pp->heads, n = pp->seqlen;
+  int64_t bh = (int64_t)pp->batch * pp->heads, bhk = (int64_t)pp->batch * pp->heads_kv, n = pp->seqlen;
   /* V^T's padding columns are part of the tensor: attention_vt writes
    * zeros there, which the forward reads as keys whose P is 0. (Built
    * with P_IN_REGISTERS, both kernels put each 16 tokens in k order, and
    * the last group's tokens may land in the padding.) */
-  tile_tensor tvt = {workspace, 2, {bh * pp->head_dim, vt_stride(pp->seqlen)}, {vt_stride(pp->seqlen), 1}};
+  tile_tensor tvt = {workspace, 2, {bhk * pp->head_dim, vt_stride(pp->seqlen)}, {vt_stride(pp->seqlen), 1}};
   tile_kernel *const *kern = a->wsfp8[pr.spec][layout];
   const int *block = a->wsfp8_block[pr.spec][layout];
-  /* V^T into the workspace */
+  /* V^T of each key/value head into the workspace */
   tile_arg vargs[7] = {tile_arg_tensor(&tvt),           tile_arg_ptr(v),
-                       tile_arg_i64(n),                 tile_arg_i64(pp->heads),
+                       tile_arg_i64(n),                 tile_arg_i64(pp->heads_kv),
                        tile_arg_i64(pp->kv_strides[0]), tile_arg_i64(pp->kv_strides[1]),
                        tile_arg_i64(pp->kv_strides[2])};
-  uint32_t vgrid[3] = {(uint32_t)((n + block[F8_VT] - 1) / block[F8_VT]), (uint32_t)bh, 1};
+  uint32_t vgrid[3] = {(uint32_t)((n + block[F8_VT] - 1) / block[F8_VT]), (uint32_t)bhk, 1};
   st = tile_launch(kern[F8_VT], vgrid, stream, vargs, 7);
   if (st != TILE_OK) {
     tilert_error_prefix("%s: attention_vt", fn);
     return st;
   }
   tile_tensor tq = ws_tensor(pp, layout, false, q), tk = ws_tensor(pp, layout, true, k);
-  tile_arg args[11] = {tile_arg_ptr(out),          tile_arg_ptr(lse),
+  tile_arg args[12] = {tile_arg_ptr(out),          tile_arg_ptr(lse),
                        tile_arg_tensor(&tq),       tile_arg_tensor(&tk),
                        tile_arg_tensor(&tvt),      tile_arg_i64(n),
-                       tile_arg_i64(pp->heads),    tile_arg_f32(pp->sm_scale),
-                       tile_arg_f32(scales->descale_q), tile_arg_f32(scales->descale_k),
-                       tile_arg_f32(scales->descale_v)};
+                       tile_arg_i64(pp->heads),    tile_arg_i64(pp->heads_kv),
+                       tile_arg_f32(pp->sm_scale), tile_arg_f32(scales->descale_q),
+                       tile_arg_f32(scales->descale_k), tile_arg_f32(scales->descale_v)};
   uint32_t grid[3] = {(uint32_t)((n + block[F8_FWD] - 1) / block[F8_FWD]), (uint32_t)bh, 1};
-  st = tile_launch(kern[F8_FWD], grid, stream, args, 11);
+  st = tile_launch(kern[F8_FWD], grid, stream, args, 12);
   if (st != TILE_OK) tilert_error_prefix("%s: flash_attention_ws_fp8", fn);
   return st;
 }

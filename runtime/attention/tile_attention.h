@@ -94,9 +94,9 @@ tile_status tile_attention_forward_fp8(tile_attention *a, const tile_attention_p
  * tile_attention_forward's ([batch * heads, seqlen] f32, log2 domain).
  * fp8 products read both operands K-major, so V is first transposed
  * into the workspace (tile_attention_fp8_workspace_bytes(p) bytes,
- * 16-byte aligned; each head's V^T, rows padded to 16 bytes with zeros),
- * then the forward reads it: two launches on the stream. No
- * grouped-query heads. */
+ * 16-byte aligned; each key/value head's V^T, rows padded to 16 bytes
+ * with zeros), then the forward reads it: two launches on the stream.
+ * Grouped-query heads as in tile_attention_forward. */
 size_t tile_attention_fp8_workspace_bytes(const tile_attention_problem *p);
 tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attention_problem *p, uint64_t out,
                                            uint64_t lse, uint64_t q, uint64_t k, uint64_t v, uint64_t workspace,

@@ -145,7 +145,7 @@ static bool ws_forward_form(Gpu *g, const AttnCase *c, DBuf *q, DBuf *k, DBuf *v
                     tile_arg_i64(c->heads_kv), tile_arg_f64(1.0 / sqrt((double)c->dim))};
   uint32_t grid[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&w, "BLOCK_M", 128)),
                       (uint32_t)(c->batch * c->heads), 1};
-  if (ok && (tile_launch(w.kernel, grid, NULL, a, 11) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
+  if (ok && (tile_launch(w.kernel, grid, NULL, a, 12) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
     printf("  flash_attention_ws launch failed: %s\n", tile_last_error());
     ok = false;
   }
@@ -488,6 +488,8 @@ static bool run_varlen(Gpu *g, const VarlenCase *c, bool ws, uint64_t seed) {
 static const AttnCase fp8_cases[] = {
     {"attention fp8 forward (tile_attention.h, flash_attention_ws_fp8) d64 full n300 h2", 1, 2, 2, 300, 64, false, false, false, 0},
     {"attention fp8 forward (tile_attention.h, flash_attention_ws_fp8) d128 causal n257 b2 h3 bshd", 2, 3, 3, 257, 128, true, true, false, 0},
+    {"attention fp8 forward (flash_attention_ws_fp8) gqa4 d64 causal n333 b2 h8", 2, 8, 2, 333, 64, true, false, false, 0},
+    {"attention fp8 forward (flash_attention_ws_fp8) gqa8 d128 full n200 h8 bshd", 1, 8, 1, 200, 128, false, true, false, 0},
 };
 
 /* V^T rows of fp8 padded to a TMA stride (16 bytes). */
@@ -501,7 +503,7 @@ static const AttnCase fp8_cases[] = {
 static int k_order_token(int kk) { return (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3; }
 
 static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_attention_fp8_scales *sc,
-                           const AttnRefOut *r, int64_t sb, int64_t sh, int64_t sn, bool turns, bool p_regs) {
+                           const AttnRefOut *r, const int64_t *kvs, bool turns, bool p_regs) {
   char dim[8];
   snprintf(dim, sizeof dim, "%d", c->dim);
   const char *defs[] = {"HEAD_DIM", dim, "CAUSAL", c->causal ? "true" : "false", "BSHD", c->bshd ? "true" : "false",
@@ -511,7 +513,8 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
   int64_t vt_stride = grid_of(c->seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
   /* with P_IN_REGISTERS the tokens of each 16 in k order, zeros past seqlen */
   int64_t vt_cols = p_regs ? vt_stride : c->seqlen;
-  size_t vt_rows = (size_t)c->batch * c->heads * c->dim, rows = (size_t)c->batch * c->heads * c->seqlen;
+  int hk = c->heads_kv;
+  size_t vt_rows = (size_t)c->batch * hk * c->dim, rows = (size_t)c->batch * c->heads * c->seqlen;
   DBuf vt, out, lse;
   memset(&vt, 0, sizeof vt), memset(&out, 0, sizeof out), memset(&lse, 0, sizeof lse);
   bool ok = dbuf_alloc(g, &vt, "vt", "f8e4m3", vt_rows * (size_t)vt_stride) &&
@@ -519,22 +522,22 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
   if (ok) {
     dbuf_poison(&vt), dbuf_poison(&out), dbuf_poison(&lse);
     for (int bb = 0; bb < c->batch; bb++)
-      for (int h = 0; h < c->heads; h++)
+      for (int h = 0; h < hk; h++)
         for (int t = 0; t < vt_cols; t++) {
           int tok = p_regs ? t / 16 * 16 + k_order_token(t % 16) : t;
           for (int j = 0; j < c->dim; j++)
-            dbuf_set(&vt, (((size_t)bb * c->heads + h) * c->dim + j) * (size_t)vt_stride + (size_t)t,
-                     tok < c->seqlen ? dbuf_get(&b[2], (size_t)(bb * sb + h * sh + tok * sn + j)) : 0.0);
+            dbuf_set(&vt, (((size_t)bb * hk + h) * c->dim + j) * (size_t)vt_stride + (size_t)t,
+                     tok < c->seqlen ? dbuf_get(&b[2], (size_t)(bb * kvs[0] + h * kvs[1] + tok * kvs[2] + j)) : 0.0);
         }
     ok = dbuf_upload(g, &vt) && dbuf_upload(g, &out) && dbuf_upload(g, &lse);
   }
-  int64_t qr = (int64_t)rows, qc = c->dim;
-  if (c->bshd) qr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim;
-  tile_tensor tq = {b[0].dev, 2, {qr, qc}, {qc, 1}}, tk = {b[1].dev, 2, {qr, qc}, {qc, 1}};
+  int64_t qr = (int64_t)rows, qc = c->dim, kr = (int64_t)c->batch * hk * c->seqlen, kc = c->dim;
+  if (c->bshd) qr = kr = (int64_t)c->batch * c->seqlen, qc = (int64_t)c->heads * c->dim, kc = (int64_t)hk * c->dim;
+  tile_tensor tq = {b[0].dev, 2, {qr, qc}, {qc, 1}}, tk = {b[1].dev, 2, {kr, kc}, {kc, 1}};
   tile_tensor tv = {vt.dev, 2, {(int64_t)vt_rows, vt_cols}, {vt_stride, 1}};
-  tile_arg a[11] = {tile_arg_ptr(out.dev),          tile_arg_ptr(lse.dev),         tile_arg_tensor(&tq),
+  tile_arg a[12] = {tile_arg_ptr(out.dev),          tile_arg_ptr(lse.dev),         tile_arg_tensor(&tq),
                     tile_arg_tensor(&tk),           tile_arg_tensor(&tv),          tile_arg_i64(c->seqlen),
-                    tile_arg_i64(c->heads),         tile_arg_f64(1.0 / sqrt((double)c->dim)),
+                    tile_arg_i64(c->heads),         tile_arg_i64(hk),              tile_arg_f64(1.0 / sqrt((double)c->dim)),
                     tile_arg_f64(sc->descale_q),    tile_arg_f64(sc->descale_k),   tile_arg_f64(sc->descale_v)};
   uint32_t grid[3] = {(uint32_t)grid_of(c->seqlen, variant_const(&w, "BLOCK_M", 128)), (uint32_t)(c->batch * c->heads), 1};
   if (ok && (tile_launch(w.kernel, grid, NULL, a, 11) != TILE_OK || tile_synchronize(g->rt) != TILE_OK)) {
@@ -584,9 +587,13 @@ static bool fp8_lse_api_matches(Gpu *g, tile_attention *att, const tile_attentio
 }
 
 static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
-  size_t n = (size_t)c->batch * c->heads * c->seqlen * c->dim;
+  int hk = c->heads_kv;
+  size_t n = (size_t)c->batch * c->heads * c->seqlen * c->dim, nkv = (size_t)c->batch * hk * c->seqlen * c->dim;
   int64_t sn = c->bshd ? (int64_t)c->heads * c->dim : c->dim, sh = c->bshd ? c->dim : (int64_t)c->seqlen * c->dim;
   int64_t sb = (int64_t)c->heads * c->seqlen * c->dim;
+  /* k and v: [batch, heads_kv, seqlen, dim] in the same layout */
+  const int64_t kvs[3] = {(int64_t)hk * c->seqlen * c->dim, c->bshd ? c->dim : (int64_t)c->seqlen * c->dim,
+                          c->bshd ? (int64_t)hk * c->dim : c->dim};
   const tile_attention_fp8_scales sc = {0.005f, 0.0075f, 0.0025f};
   Rng rng = {seed};
   DBuf b[4];
@@ -594,35 +601,38 @@ static bool run_fp8_api(Gpu *g, const AttnCase *c, uint64_t seed) {
   static const char *const names[4] = {"q", "k", "v", "out"};
   bool ok = true;
   for (int i = 0; i < 4 && ok; i++) {
-    ok = dbuf_alloc(g, &b[i], names[i], i == 3 ? "bf16" : "f8e4m3", n);
+    ok = dbuf_alloc(g, &b[i], names[i], i == 3 ? "bf16" : "f8e4m3", i == 1 || i == 2 ? nkv : n);
     if (ok && i < 3) dbuf_fill(&b[i], &rng, -200, 200);
     if (ok && i == 3) dbuf_poison(&b[i]);
     ok = ok && dbuf_upload(g, &b[i]);
   }
   tile_attention *att = NULL;
-  tile_attention_problem p = {c->batch, c->heads, c->heads, c->seqlen, c->dim, c->causal, 0, {sb, sh, sn}, {sb, sh, sn}};
-  ok = ok && tile_attention_create(g->rt, &att) == TILE_OK &&
-       tile_attention_forward_fp8(att, &p, b[3].dev, b[0].dev, b[1].dev, b[2].dev, &sc, NULL) == TILE_OK &&
-       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &b[3]);
+  tile_attention_problem p = {c->batch, c->heads, hk, c->seqlen, c->dim, c->causal, 0, {sb, sh, sn},
+                              {kvs[0], kvs[1], kvs[2]}};
+  /* flash_attention_fp8.tile has no grouped-query heads */
+  bool old = hk == c->heads;
+  ok = ok && tile_attention_create(g->rt, &att) == TILE_OK;
+  ok = ok && (!old || (tile_attention_forward_fp8(att, &p, b[3].dev, b[0].dev, b[1].dev, b[2].dev, &sc, NULL) == TILE_OK &&
+                       tile_synchronize(g->rt) == TILE_OK && dbuf_download(g, &b[3])));
   if (!ok) printf("  tile_attention_forward_fp8: %s\n", tile_last_error());
   if (ok) {
     const float descale[3] = {sc.descale_q, sc.descale_k, sc.descale_v};
     double *x[3], *dout = malloc(sizeof(double) * n);
     for (int i = 0; i < 3; i++) {
-      x[i] = malloc(sizeof(double) * n);
-      for (size_t j = 0; x[i] && j < n; j++) x[i][j] = dbuf_get(&b[i], j) * descale[i];
+      x[i] = malloc(sizeof(double) * b[i].n);
+      for (size_t j = 0; x[i] && j < b[i].n; j++) x[i][j] = dbuf_get(&b[i], j) * descale[i];
     }
     for (size_t j = 0; dout && j < n; j++) dout[j] = rng_uniform(&rng, -1, 1);
-    AttnRefShape shape = {c->batch, c->heads, c->heads, c->seqlen, c->dim, c->causal, sb, sh, sn, sb, sh, sn, 0};
+    AttnRefShape shape = {c->batch, c->heads, hk, c->seqlen, c->dim, c->causal, sb, sh, sn, kvs[0], kvs[1], kvs[2], 0};
     AttnRefOut r = {malloc(sizeof(double) * n), malloc(sizeof(double) * (size_t)c->batch * c->heads * c->seqlen),
-                    calloc(n, sizeof(double)), calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+                    calloc(n, sizeof(double)), calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
     attn_ref_train(&shape, x[0], x[1], x[2], dout, 1.0 / sqrt((double)c->dim), &r);
-    double e = error_of(&b[3], r.out);
+    double e = old ? error_of(&b[3], r.out) : 0;
     if (!(e <= ATTN_FP8_TOL)) {
       printf("  tile_attention_forward_fp8: out error %.3g (limit %.3g)\n", e, ATTN_FP8_TOL);
       ok = false;
     }
-    for (int form = 0; form < 4; form++) ok = ws_fp8_matches(g, c, b, &sc, &r, sb, sh, sn, form & 1, form >> 1) && ok;
+    for (int form = 0; form < 4; form++) ok = ws_fp8_matches(g, c, b, &sc, &r, kvs, form & 1, form >> 1) && ok;
     ok = fp8_lse_api_matches(g, att, &p, b, &sc, &r) && ok;
     for (int i = 0; i < 3; i++) free(x[i]);
     free(dout), free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv);

@@ -502,25 +502,28 @@ static void check_fp8_ws(Shape s, bool turns, bool p_regs, uint64_t seed) {
   const char *defs[] = {"HEAD_DIM", d,  "CAUSAL", s.causal ? "true" : "false", "BSHD", s.bshd ? "true" : "false",
                         "TURNS", turns ? "true" : "false", "P_IN_REGISTERS", pr, NULL};
   tc_compilation *c = harness_compile("lang/std/flash_attention_ws_fp8.tile", NULL, defs);
+  int hk = s.heads_kv ? s.heads_kv : s.heads; /* 0: as many key/value heads as query heads */
   size_t n = (size_t)s.batch * s.heads * s.seqlen * s.dim, rows = (size_t)s.batch * s.heads * s.seqlen;
+  size_t nkv = (size_t)s.batch * hk * s.seqlen * s.dim;
   int64_t vt_stride = harness_cdiv(s.seqlen, VT_ROW_ALIGN) * VT_ROW_ALIGN;
   int64_t vt_cols = p_regs ? vt_stride : s.seqlen;
-  size_t vt_rows = (size_t)s.batch * s.heads * s.dim;
-  HBuf q = hbuf_new("f8e4m3", n, "q"), k = hbuf_new("f8e4m3", n, "k"), v = hbuf_new("f8e4m3", n, "v");
+  size_t vt_rows = (size_t)s.batch * hk * s.dim;
+  HBuf q = hbuf_new("f8e4m3", n, "q"), k = hbuf_new("f8e4m3", nkv, "k"), v = hbuf_new("f8e4m3", nkv, "v");
   HBuf vt = hbuf_new("f8e4m3", vt_rows * (size_t)vt_stride, "vt");
   HBuf out = hbuf_new("bf16", n, "out"), lse = hbuf_new("f32", rows, "lse");
   Rng rng = {seed};
   hbuf_fill_uniform(&q, &rng, -200, 200), hbuf_fill_uniform(&k, &rng, -200, 200), hbuf_fill_uniform(&v, &rng, -200, 200);
   hbuf_poison(&vt), hbuf_poison(&out), hbuf_poison(&lse);
-  /* each head's V transposed: row (b * heads + h) * dim + j holds v[b, :, h, j]
-   * (with p_regs in k order, zeros past seqlen up to the padded width) */
-  Strides sv = strides_of(s, s.heads);
+  /* each key/value head's V transposed: row (b * hk + h) * dim + j holds
+   * v[b, :, h, j] (with p_regs in k order, zeros past seqlen up to the
+   * padded width) */
+  Strides sq = strides_of(s, s.heads), sv = strides_of(s, hk);
   for (int b = 0; b < s.batch; b++)
-    for (int h = 0; h < s.heads; h++)
+    for (int h = 0; h < hk; h++)
       for (int t = 0; t < (p_regs ? vt_stride : s.seqlen); t++) {
         int tok = p_regs ? t / 16 * 16 + k_order_token(t % 16) : t;
         for (int j = 0; j < s.dim; j++)
-          hbuf_set(&vt, (((size_t)b * s.heads + h) * s.dim + j) * (size_t)vt_stride + (size_t)t,
+          hbuf_set(&vt, (((size_t)b * hk + h) * s.dim + j) * (size_t)vt_stride + (size_t)t,
                    tok < s.seqlen ? hbuf_get(&v, (size_t)(b * sv.b + h * sv.h + tok * sv.n + j)) : 0.0);
       }
   /* attention_vt (the same file's second kernel) writes the same V^T:
@@ -532,9 +535,9 @@ static void check_fp8_ws(Shape s, bool turns, bool p_regs, uint64_t seed) {
   int64_t block_t = 0;
   cr_assert(tc_kernel_const_int(vc, 0, "BLOCK_T", &block_t));
   tc_arg vargs[7] = {{.p = vt2.data, .shape = {(int64_t)vt_rows, vt_cols}, .strides = {vt_stride, 1}},
-                     {.p = v.data}, {.i = s.seqlen}, {.i = s.heads}, {.i = sv.b}, {.i = sv.h}, {.i = sv.n}};
+                     {.p = v.data}, {.i = s.seqlen}, {.i = hk}, {.i = sv.b}, {.i = sv.h}, {.i = sv.n}};
   const HBuf *vbufs[] = {&vt2, &v};
-  harness_run(vc, (int64_t[3]){harness_cdiv(s.seqlen, block_t), (int64_t)s.batch * s.heads, 1}, vargs, 7, vbufs, 2);
+  harness_run(vc, (int64_t[3]){harness_cdiv(s.seqlen, block_t), (int64_t)s.batch * hk, 1}, vargs, 7, vbufs, 2);
   tc_free(vc);
   size_t wrong = 0, padding_written = 0;
   for (size_t r = 0; r < vt_rows; r++)
@@ -548,15 +551,16 @@ static void check_fp8_ws(Shape s, bool turns, bool p_regs, uint64_t seed) {
   cr_expect_eq(padding_written, 0, "attention_vt wrote %zu padding elements", padding_written);
   hbuf_free(&vt2);
   const double dq = 1.0 / 200, dk = 1.5 / 200, dv = 0.5 / 200, scale = 1.0 / sqrt((double)s.dim);
-  int64_t qr = (int64_t)rows, qc = s.dim;
-  if (s.bshd) qr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim;
-  tc_arg args[11] = {{.p = out.data},
+  int64_t qr = (int64_t)rows, qc = s.dim, kr = (int64_t)(nkv / (size_t)s.dim), kc = s.dim;
+  if (s.bshd) qr = kr = (int64_t)s.batch * s.seqlen, qc = (int64_t)s.heads * s.dim, kc = (int64_t)hk * s.dim;
+  tc_arg args[12] = {{.p = out.data},
                      {.p = lse.data},
                      {.p = q.data, .shape = {qr, qc}, .strides = {qc, 1}},
-                     {.p = k.data, .shape = {qr, qc}, .strides = {qc, 1}},
+                     {.p = k.data, .shape = {kr, kc}, .strides = {kc, 1}},
                      {.p = vt.data, .shape = {(int64_t)vt_rows, vt_cols}, .strides = {vt_stride, 1}},
                      {.i = s.seqlen},
                      {.i = s.heads},
+                     {.i = hk},
                      {.f = (float)scale},
                      {.f = (float)dq},
                      {.f = (float)dk},
@@ -564,16 +568,17 @@ static void check_fp8_ws(Shape s, bool turns, bool p_regs, uint64_t seed) {
   const HBuf *bufs[] = {&out, &lse, &q, &k, &vt};
   int64_t block_m = 0;
   cr_assert(tc_kernel_const_int(c, 0, "BLOCK_M", &block_m));
-  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 11, bufs, 5);
+  harness_run(c, (int64_t[3]){harness_cdiv(s.seqlen, block_m), (int64_t)s.batch * s.heads, 1}, args, 12, bufs, 5);
   double *in[3] = {doubles_of(&q), doubles_of(&k), doubles_of(&v)}, *dout = calloc(n, sizeof(double));
-  for (size_t i = 0; i < n; i++) in[0][i] *= dq, in[1][i] *= dk, in[2][i] *= dv;
-  AttnRefShape rs = {s.batch, s.heads, s.heads, s.seqlen, s.dim, s.causal, sv.b, sv.h, sv.n, sv.b, sv.h, sv.n, 0};
+  for (size_t i = 0; i < n; i++) in[0][i] *= dq;
+  for (size_t i = 0; i < nkv; i++) in[1][i] *= dk, in[2][i] *= dv;
+  AttnRefShape rs = {s.batch, s.heads, hk, s.seqlen, s.dim, s.causal, sq.b, sq.h, sq.n, sv.b, sv.h, sv.n, 0};
   AttnRefOut r = {calloc(n, sizeof(double)), calloc(rows, sizeof(double)), calloc(n, sizeof(double)),
-                  calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+                  calloc(nkv, sizeof(double)), calloc(nkv, sizeof(double))};
   attn_ref_train(&rs, in[0], in[1], in[2], dout, (float)scale, &r);
   double e = rel_error(&out, r.out, n), e_lse = 0;
   for (size_t i = 0; i < rows; i++) e_lse = fmax(e_lse, fabs(hbuf_get(&lse, i) - r.lse[i]));
-  cr_expect_lt(e, FP8_TOL, "fp8 ws b%d h%d n%d d%d causal %d bshd %d: rel error %g", s.batch, s.heads, s.seqlen,
+  cr_expect_lt(e, FP8_TOL, "fp8 ws b%d h%d/%d n%d d%d causal %d bshd %d: rel error %g", s.batch, s.heads, hk, s.seqlen,
                s.dim, s.causal, s.bshd, e);
   /* the scores are exact products of the stored values and lse sums the
    * probabilities before their rounding to e4m3: bf16's bound */
@@ -592,6 +597,12 @@ Test(attention_fp8, ws_d128_causal_bshd_turns) {
 }
 Test(attention_fp8, ws_p_in_registers_d64_full_odd_length) {
   check_fp8_ws((Shape){.batch = 2, .heads = 2, .seqlen = 150, .dim = 64}, false, true, 85);
+}
+Test(attention_fp8, ws_gqa4_d64_causal) {
+  check_fp8_ws((Shape){.batch = 2, .heads = 4, .heads_kv = 1, .seqlen = 130, .dim = 64, .causal = true}, false, false, 87);
+}
+Test(attention_fp8, ws_gqa2_p_in_registers_d128_full_bshd) {
+  check_fp8_ws((Shape){.batch = 1, .heads = 4, .heads_kv = 2, .seqlen = 150, .dim = 128, .bshd = true}, false, true, 88);
 }
 Test(attention_fp8, ws_p_in_registers_d128_causal_bshd_turns) {
   check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 203, .dim = 128, .causal = true, .bshd = true}, true, true, 86);

@@ -115,16 +115,16 @@ Test(attention_api, the_warp_specialized_fp8_forward_checks_its_layout_and_works
   int64_t bshd[3] = {300 * 8 * 128, 128, 8 * 128};
   memcpy(p.q_strides, bshd, sizeof bshd), memcpy(p.kv_strides, bshd, sizeof bshd);
   expect_fp8_lse_error(&p, P(6), "tile_attention_forward_fp8_lse: the tile_attention is NULL");
-  p = good; /* grouped-query heads */
-  expect_fp8_lse_error(&p, P(6), "heads (8) and heads_kv (2) differ");
-  p.heads_kv = 8;
+  p = good; /* grouped-query heads are served */
   expect_fp8_lse_error(&p, P(6), "tile_attention_forward_fp8_lse: the tile_attention is NULL");
+  p.heads = 6, p.heads_kv = 4;
+  expect_fp8_lse_error(&p, P(6), "heads (6) is not a multiple of heads_kv (4)");
 }
 
-Test(attention_api, the_fp8_workspace_holds_each_heads_v_transposed_in_padded_rows) {
-  tile_attention_problem p = good; /* 300 tokens: rows of 304 bytes */
-  cr_expect_eq(tile_attention_fp8_workspace_bytes(&p), (size_t)2 * 8 * 128 * 304);
-  p.seqlen = 320;
+Test(attention_api, the_fp8_workspace_holds_each_kv_heads_v_transposed_in_padded_rows) {
+  tile_attention_problem p = good; /* 2 key/value heads, 300 tokens: rows of 304 bytes */
+  cr_expect_eq(tile_attention_fp8_workspace_bytes(&p), (size_t)2 * 2 * 128 * 304);
+  p.seqlen = 320, p.heads_kv = 8;
   cr_expect_eq(tile_attention_fp8_workspace_bytes(&p), (size_t)2 * 8 * 128 * 320);
   cr_expect_eq(tile_attention_fp8_workspace_bytes(NULL), 0);
 }

@@ -252,7 +252,8 @@ Test(layer_plans, the_warp_specialized_fp8_forward_transposes_v_into_the_workspa
   tile_runtime *rt = fake_runtime(0);
   tile_attention *a;
   cr_assert_eq(tile_attention_create(rt, &a), TILE_OK, "%s", tile_last_error());
-  tile_attention_problem p = {.batch = 3, .heads = 4, .heads_kv = 4, .seqlen = 1000, .head_dim = 64, .causal = true};
+  /* grouped-query heads: 4 query heads a key/value head */
+  tile_attention_problem p = {.batch = 3, .heads = 16, .heads_kv = 4, .seqlen = 1000, .head_dim = 64, .causal = true};
   uint64_t out = alloc(rt, 1 << 24), lse = alloc(rt, 1 << 20), q = alloc(rt, 1 << 24), k = alloc(rt, 1 << 24),
            v = alloc(rt, 1 << 24), ws = alloc(rt, tile_attention_fp8_workspace_bytes(&p));
   tile_attention_fp8_scales s = {0.25f, 0.5f, 0.125f};
@@ -261,17 +262,21 @@ Test(layer_plans, the_warp_specialized_fp8_forward_transposes_v_into_the_workspa
                tile_last_error());
   const char *log = cuda_log();
   cr_expect_eq(count_lines(log, "launch "), 2, "%s", log);
-  /* V^T of the 12 heads: [12 * 64, 1008] (1000 tokens, rows padded to
-   * 16 bytes, the padding written as zeros), 256 tokens a program
-   * (BLOCK_T = 16384 / HEAD_DIM) */
+  /* V^T of the 12 key/value heads: [12 * 64, 1008] (1000 tokens, rows
+   * padded to 16 bytes, the padding written as zeros), 256 tokens a
+   * program (BLOCK_T = 16384 / HEAD_DIM); the forward over the 48 query
+   * heads */
   const char *vt = strstr(log, "launch attention_vt grid 4x12x1 ");
-  const char *fwd = strstr(log, "launch flash_attention_ws_fp8 grid 8x12x1 ");
+  const char *fwd = strstr(log, "launch flash_attention_ws_fp8 grid 8x48x1 ");
   cr_expect(vt && fwd && vt < fwd, "the transposition, then the forward:\n%s", log);
   char want[160];
   snprintf(want, sizeof want, "vt=0x%llx[768x1008]", (unsigned long long)ws);
   cr_expect(vt && strstr(vt, want), "expected '%s' in:\n%s", want, log);
   cr_expect(strstr(log, "stride_b=256000 stride_h=64000 stride_n=64"), "v's BHSD strides:\n%s", log);
+  cr_expect(fwd && strstr(fwd, "heads=16 heads_kv=4 "), "%s", log);
   cr_expect(fwd && strstr(fwd, "descale_q=0.25 descale_k=0.5 descale_v=0.125"), "%s", log);
+  /* k as [3 * 4 * 1000, 64], q as [3 * 16 * 1000, 64] */
+  cr_expect(fwd && strstr(fwd, "[48000x64] k=0x") && strstr(fwd, "[12000x64] vt="), "%s", log);
   snprintf(want, sizeof want, "vt=0x%llx[768x1008] seqlen=1000", (unsigned long long)ws);
   cr_expect(fwd && strstr(fwd, want), "the forward reads the workspace: expected '%s' in:\n%s", want, log);
   expect_no_host_wait(log);
