@@ -71,35 +71,43 @@ bool wgmma_shape(int M, int N, int K, int num_warps, WgmmaShape *out) {
 
 int wgmma_acc_regs(const WgmmaShape *s) { return s->inst_n / 2 * s->n_rep * s->m_rep; }
 
+/* The lanes and warps of a wgmma fragment of s: lanes move along the
+ * columns by `lane_col` and twice that, then along the rows by 1, 2, 4;
+ * warps by 16 and 32 rows, then the gm warpgroups by 64 rows and the gn
+ * ones by `gn_step` columns (0: replicas). */
+static void wgmma_threads(Builder *b, const WgmmaShape *s, int lane_col, int gn_step) {
+  b->l.lane[0] = at(b, 0, lane_col);
+  b->l.lane[1] = at(b, 0, 2 * lane_col);
+  b->l.lane[2] = at(b, 1, 0);
+  b->l.lane[3] = at(b, 2, 0);
+  b->l.lane[4] = at(b, 4, 0);
+  int w = 0;
+  b->l.warp[w++] = at(b, 16, 0);
+  b->l.warp[w++] = at(b, 32, 0);
+  warps(b, &w, s->gm, at(b, WGMMA_M, 0));
+  warps(b, &w, s->gn, gn_step ? at(b, 0, gn_step) : 0);
+  while (w < b->l.nwarp) b->l.warp[w++] = 0;
+}
+
 /* The accumulator layout of a [M, cols] tile cut like s along M, with
  * instructions `inst` columns wide, `nrep` of them per warpgroup, and the
  * gn warpgroup bits moving `gn_step` columns (0: replicas). */
-static Layout acc_like(const WgmmaShape *s, int cols, int inst, int nrep, int gn, int gn_step) {
+static Layout acc_like(const WgmmaShape *s, int cols, int inst, int nrep, int gn_step) {
   Builder b = builder(s->M, cols, s->num_warps);
   reg(&b, at(&b, 0, 1));
   reg(&b, at(&b, 8, 0));
   reg_repeats(&b, inst / 8, at(&b, 0, 8));
   reg_repeats(&b, nrep, at(&b, 0, inst));
   reg_repeats(&b, s->m_rep, at(&b, WGMMA_M * s->gm, 0));
-  b.l.lane[0] = at(&b, 0, 2);
-  b.l.lane[1] = at(&b, 0, 4);
-  b.l.lane[2] = at(&b, 1, 0);
-  b.l.lane[3] = at(&b, 2, 0);
-  b.l.lane[4] = at(&b, 4, 0);
-  int w = 0;
-  b.l.warp[w++] = at(&b, 16, 0);
-  b.l.warp[w++] = at(&b, 32, 0);
-  warps(&b, &w, s->gm, at(&b, WGMMA_M, 0));
-  warps(&b, &w, gn, gn_step ? at(&b, 0, gn_step) : 0);
-  while (w < b.l.nwarp) b.l.warp[w++] = 0;
+  wgmma_threads(&b, s, 2, gn_step);
   return b.l;
 }
 
-Layout layout_wgmma_acc(const WgmmaShape *s) { return acc_like(s, s->N, s->inst_n, s->n_rep, s->gn, s->N / s->gn); }
+Layout layout_wgmma_acc(const WgmmaShape *s) { return acc_like(s, s->N, s->inst_n, s->n_rep, s->N / s->gn); }
 
 Layout layout_wgmma_a(const WgmmaShape *s) {
   int inst = s->K < WGMMA_MAX_N ? s->K : WGMMA_MAX_N;
-  return acc_like(s, s->K, inst, s->K / inst, s->gn, 0);
+  return acc_like(s, s->K, inst, s->K / inst, 0);
 }
 
 Layout layout_wgmma_a_8bit(const WgmmaShape *s) {
@@ -110,17 +118,7 @@ Layout layout_wgmma_a_8bit(const WgmmaShape *s) {
   reg(&b, at(&b, 0, 16));
   reg_repeats(&b, s->K / WGMMA_K_8BIT, at(&b, 0, WGMMA_K_8BIT));
   reg_repeats(&b, s->m_rep, at(&b, WGMMA_M * s->gm, 0));
-  b.l.lane[0] = at(&b, 0, 4);
-  b.l.lane[1] = at(&b, 0, 8);
-  b.l.lane[2] = at(&b, 1, 0);
-  b.l.lane[3] = at(&b, 2, 0);
-  b.l.lane[4] = at(&b, 4, 0);
-  int w = 0;
-  b.l.warp[w++] = at(&b, 16, 0);
-  b.l.warp[w++] = at(&b, 32, 0);
-  warps(&b, &w, s->gm, at(&b, WGMMA_M, 0));
-  warps(&b, &w, s->gn, 0);
-  while (w < b.l.nwarp) b.l.warp[w++] = 0;
+  wgmma_threads(&b, s, 4, 0);
   return b.l;
 }
 
