@@ -28,6 +28,10 @@
 /* fp8 attention, GPU against the interpreter: P rounded to e4m3 on both,
  * the products summed in another order (a unit of e4m3 in a few P). */
 #define FP8_ATTN_TOL 2e-2
+/* An fp8 product, GPU against the interpreter: exact products, the
+ * tensor core's f32 sums less exact than f32 additions
+ * (../shared/HOPPER-FACTS.md: 7e-5 to 4e-4 of the largest value). */
+#define FP8_DOT_TOL 1e-3
 
 typedef enum Role { IN, OUT, ZERO, SCALAR } Role;
 
@@ -464,6 +468,13 @@ static const Case cases[] = {
                  NULL},
      .grid_count = PREFILL_Q * 4, .grid_const = "BLOCK_M", .grid_y = 2,
      .args = PREFILL_ARGS_D(64, -400, 400, 0.001, 0.005, 0), .prepare = prepare_prefill, .unannotated = true},
+    {"dot_fp8_reshaped_a: an 8-bit A computed by a reshape (k order), from registers, 1 warpgroup",
+     "tests/kernels/dot_fp8_reshaped_a.tile", {NULL}, 1, NULL, 0,
+     {OUTB("c", 128 * 64, FP8_DOT_TOL), INB("a", 128 * 64, -8, 8), INB("bt", 64 * 64, -8, 8)}, NULL, NULL, 0, false,
+     NULL},
+    {"dot_fp8_reshaped_a: 2 warpgroups", "tests/kernels/dot_fp8_reshaped_a.tile", {"WARPS", "8", NULL}, 1, NULL, 0,
+     {OUTB("c", 128 * 64, FP8_DOT_TOL), INB("a", 128 * 64, -8, 8), INB("bt", 64 * 64, -8, 8)}, NULL, NULL, 0, false,
+     NULL},
     {"casts", "tests/kernels/casts.tile", {NULL}, 1000, "BLOCK", 0,
      {OUTB("to_bf16", 1000, 0), OUTB("to_f16", 1000, 0), OUTB("to_e4m3", 1000, 0), OUTB("to_e5m2", 1000, 0),
       OUTB("to_i32", 1000, 0), OUTB("to_u8", 1000, 0), OUTB("back", 1000, 0), INB("x", 1000, -300, 300), SC("n", 1000)},

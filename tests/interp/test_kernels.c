@@ -529,3 +529,36 @@ Test(kernels, bias_act_applies_bias_and_activation_in_place) {
     tc_free(c);
   }
 }
+
+/* tests/kernels/dot_fp8_reshaped_a.tile: both operands of an fp8 product
+ * with k reordered the same way (k_order) give the plain product (to f32
+ * rounding: the products are exact, their sums are not). */
+Test(kernels, fp8_product_with_both_operands_in_k_order_is_the_product) {
+  for (int warps = 4; warps <= 8; warps *= 2) {
+    char w[4];
+    snprintf(w, sizeof w, "%d", warps);
+    const char *defs[] = {"WARPS", w, NULL};
+    tc_compilation *c = harness_compile("tests/kernels/dot_fp8_reshaped_a.tile", NULL, defs);
+    const int m = 128, n = 64, k = 64;
+    HBuf a = hbuf_new("f8e4m3", (size_t)m * k, "a"), bt = hbuf_new("f8e4m3", (size_t)n * k, "bt");
+    HBuf out = hbuf_new("f32", (size_t)m * n, "c");
+    Rng rng = {90 + (uint64_t)warps};
+    hbuf_fill_uniform(&a, &rng, -8, 8), hbuf_fill_uniform(&bt, &rng, -8, 8);
+    hbuf_poison(&out);
+    tc_arg args[3] = {{.p = out.data}, {.p = a.data}, {.p = bt.data}};
+    const HBuf *bufs[] = {&out, &a, &bt};
+    harness_run(c, (int64_t[3]){1, 1, 1}, args, 3, bufs, 3);
+    double *want = malloc(sizeof(double) * (size_t)m * n);
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < n; j++) {
+        double acc = 0;
+        for (int kk = 0; kk < k; kk++) acc += hbuf_get(&a, (size_t)i * k + kk) * hbuf_get(&bt, (size_t)j * k + kk);
+        want[(size_t)i * n + j] = acc;
+      }
+    double e = rel_error(&out, want, (size_t)m * n);
+    cr_expect_lt(e, 1e-5, "warps %d: relative error %g", warps, e);
+    free(want);
+    hbuf_free(&a), hbuf_free(&bt), hbuf_free(&out);
+    tc_free(c);
+  }
+}

@@ -113,6 +113,8 @@ static const KernelSpec specs[] = {
     {"tests/kernels/vector_add.tile", {"T", "bf16", NULL}},
     {"tests/kernels/vector_add.tile", {"T", "i32", NULL}},
     {"tests/kernels/reductions.tile", {NULL}},
+    {"tests/kernels/dot_fp8_reshaped_a.tile", {NULL}},
+    {"tests/kernels/dot_fp8_reshaped_a.tile", {"WARPS", "8", NULL}},
     {"tests/kernels/scans.tile", {NULL}},
     {"tests/kernels/casts.tile", {NULL}},
     {"tests/kernels/atomics.tile", {NULL}},
@@ -1182,6 +1184,27 @@ Test(codegen, staging_barriers_of_one_warpgroup) {
   cr_expect_eq(harness_count(ws, "operand = 1"), 0, "%s", ws);
   free(ws);
   tc_free(c);
+}
+
+/* An 8-bit A operand computed by a reshape is read from registers, from
+ * a loaded tile too (converted to the fragment layout first), with one or
+ * two 64-row instructions per warpgroup. */
+Test(codegen, fp8_a_operand_from_a_reshape_is_read_from_registers) {
+  for (int warps = 4; warps <= 8; warps *= 2) {
+    char w[4];
+    snprintf(w, sizeof w, "%d", warps);
+    const char *const defs[] = {"WARPS", w, NULL};
+    char *ptx = ptx_of("tests/kernels/dot_fp8_reshaped_a.tile", defs);
+    int want = warps == 4 ? 4 : 2; /* (128 / 64 / warpgroups) rows x 2 steps of k32 */
+    cr_expect_eq(harness_count(ptx, "e4m3.e4m3 {"), want, "%s", ptx);
+    int a_regs = 0;
+    for (const char *p = strstr(ptx, "wgmma.mma_async"); p; p = strstr(p + 1, "wgmma.mma_async")) {
+      const char *acc_end = strchr(p, '}');
+      a_regs += acc_end && !strncmp(acc_end, "}, {%r", 6);
+    }
+    cr_expect_eq(a_regs, want, "warps %d: A from registers:\n%s", warps, ptx);
+    free(ptx);
+  }
 }
 
 /* With P and V^T in k order (P_IN_REGISTERS), the fp8 forward's second
