@@ -13,6 +13,9 @@
  * The anchors (PyTorch eager and torch.compile for the MLP; a loop over
  * experts and torch._grouped_mm for the MoE layers) come from
  * bench/mlp_anchor.py in the same run; the rows here carry anchor 0.
+ * TILE_BENCH_PAIRING=1 also times mlp_gate_up with paired and separate
+ * products; TILE_BENCH_MLP_SPLIT=1 each of the MLP's two kernels against
+ * cuBLAS doing its products.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cublas_anchor.h"
 #include "tile_mlp.h"
 
 #define MLP_NAME_BYTES 160
@@ -77,6 +81,62 @@ static void bench_pairing(Gpu *g, Step *paired_step, uint64_t h, size_t h_bytes)
   variant_free(&pv);
 }
 
+/* Rounds of the per-GEMM comparison. */
+#define MLP_SPLIT_ROUNDS 3
+
+/* The cuBLAS products one step of the MLP stands for: y = a @ b per
+ * entry (row-major, no transposes), bf16 out. */
+typedef struct CublasSteps {
+  CublasAnchor *c;
+  int n; /* products */
+  int m[2], nn[2], k[2];
+  uint64_t a[2], b[2], out[2];
+} CublasSteps;
+
+static bool run_cublas_steps(void *ctx) {
+  CublasSteps *cs = ctx;
+  char msg[256];
+  for (int i = 0; i < cs->n; i++)
+    if (!cublas_anchor_gemm(cs->c, NULL, false, false, false, false, cs->m[i], cs->nn[i], cs->k[i], cs->a[i], cs->k[i],
+                            cs->b[i], cs->nn[i], cs->out[i], cs->nn[i], msg, sizeof msg)) {
+      printf("  cuBLAS: %s\n", msg);
+      return false;
+    }
+  return true;
+}
+
+/* TILE_BENCH_MLP_SPLIT=1: each GEMM of the SwiGLU layer alone against
+ * cuBLAS doing its products (mlp_gate_up against x @ w1 and x @ w3 without
+ * the activation; mlp_down against h @ w2), in alternating rounds: which
+ * of the two kernels stands behind cuBLAS, and by how much. Printed, not
+ * rows. */
+static void bench_mlp_split(Gpu *g, const Layer *l, uint64_t x, uint64_t w1, uint64_t w3, uint64_t w2, uint64_t h,
+                            uint64_t y, int tokens, int d, int dff) {
+  char msg[256];
+  CublasAnchor *c = NULL;
+  if (!cublas_anchor_open(&c, g->rt, msg, sizeof msg)) {
+    printf("  TILE_BENCH_MLP_SPLIT: no cuBLAS (%s)\n", msg);
+    return;
+  }
+  /* the cuBLAS products write h (and y): their values are not read */
+  CublasSteps up = {c, 2, {tokens, tokens}, {dff, dff}, {d, d}, {x, x}, {w1, w3}, {h, h}};
+  CublasSteps down = {c, 1, {tokens}, {d}, {dff}, {h}, {w2}, {y}};
+  const char *names[2] = {"mlp_gate_up", "mlp_down"};
+  double flops[2] = {2.0 * tokens * d * (double)dff * 2, 2.0 * tokens * d * (double)dff};
+  for (int i = 0; i < 2; i++) {
+    Layer one = {.g = g, .nsteps = 1};
+    one.steps[0] = l->steps[i];
+    for (int r = 0; r < MLP_SPLIT_ROUNDS; r++) {
+      double mt = 0, mc = 0;
+      if (bench_time_pair_ms(g, run_layer, &one, run_cublas_steps, i ? (void *)&down : (void *)&up, &mt, &mc) && mt > 0 &&
+          mc > 0)
+        printf("  %s round %d: tile %.1f TFLOP/s, cuBLAS %.1f TFLOP/s, tile/cuBLAS %.3f\n", names[i], r,
+               flops[i] / (mt * 1e9), flops[i] / (mc * 1e9), mc / mt);
+    }
+  }
+  cublas_anchor_close(c);
+}
+
 static void bench_swiglu(Gpu *g) {
   const int tokens = 8192, d = 4096, dff = 14336;
   Variant up, down;
@@ -105,6 +165,7 @@ static void bench_swiglu(Gpu *g) {
       bench_add_row("mlp swiglu 8192 tokens 4096->14336->4096 tile (mlp_gate_up + mlp_down)",
                     2.0 * tokens * d * (double)dff * 3 / (ms * 1e9), 0, "TFLOP/s");
     if (getenv("TILE_BENCH_PAIRING")) bench_pairing(g, &l.steps[0], h, sizeof(uint16_t) * (size_t)tokens * dff);
+    if (getenv("TILE_BENCH_MLP_SPLIT")) bench_mlp_split(g, &l, x, w1, w3, w2, h, y, tokens, d, dff);
   }
   uint64_t bufs[] = {x, w1, w3, w2, h, y};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
