@@ -490,6 +490,7 @@ static const AttnCase fp8_cases[] = {
     {"attention fp8 forward (tile_attention.h, flash_attention_ws_fp8) d128 causal n257 b2 h3 bshd", 2, 3, 3, 257, 128, true, true, false, 0},
     {"attention fp8 forward (flash_attention_ws_fp8) gqa4 d64 causal n333 b2 h8", 2, 8, 2, 333, 64, true, false, false, 0},
     {"attention fp8 forward (flash_attention_ws_fp8) gqa8 d128 full n200 h8 bshd", 1, 8, 1, 200, 128, false, true, false, 0},
+    {"attention fp8 forward (flash_attention_ws_fp8) gqa2 d128 causal n1 b3 h4", 3, 4, 2, 1, 128, true, false, false, 0},
 };
 
 /* V^T rows of fp8 padded to a TMA stride (16 bytes). */

@@ -604,6 +604,12 @@ Test(attention_fp8, ws_gqa4_d64_causal) {
 Test(attention_fp8, ws_gqa2_p_in_registers_d128_full_bshd) {
   check_fp8_ws((Shape){.batch = 1, .heads = 4, .heads_kv = 2, .seqlen = 150, .dim = 128, .bshd = true}, false, true, 88);
 }
+Test(attention_fp8, ws_p_in_registers_one_token) {
+  check_fp8_ws((Shape){.batch = 2, .heads = 2, .heads_kv = 1, .seqlen = 1, .dim = 64, .causal = true}, false, true, 89);
+}
+Test(attention_fp8, ws_p_in_registers_17_tokens_bshd_gqa_turns) {
+  check_fp8_ws((Shape){.batch = 2, .heads = 4, .heads_kv = 2, .seqlen = 17, .dim = 128, .bshd = true}, true, true, 90);
+}
 Test(attention_fp8, ws_p_in_registers_d128_causal_bshd_turns) {
   check_fp8_ws((Shape){.batch = 1, .heads = 2, .seqlen = 203, .dim = 128, .causal = true, .bshd = true}, true, true, 86);
 }
