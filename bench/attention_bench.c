@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_ref.h"
 #include "bench.h"
 #include "tile_attention.h"
 
@@ -223,7 +224,7 @@ static bool ws_fp8_setup(Gpu *g, const AttnShape *s, const DBuf *x, uint64_t out
              * P_IN_REGISTERS the tokens of each 16 in k order */
     for (size_t bh = 0; bh < (size_t)batch * heads; bh++)
       for (int t = 0; t < s->seqlen; t++) {
-        int kk = t % 16, tok = t - kk + (p_regs ? (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3 : kk);
+        int tok = attn_vt_token(t, p_regs);
         for (int j = 0; j < s->dim; j++)
           dbuf_set(&f->vt, (bh * s->dim + j) * s->seqlen + t, dbuf_get(&x[2], (bh * s->seqlen + tok) * s->dim + j));
       }

@@ -28,16 +28,8 @@ static LLVMValueRef inline_asm(Lower *L, const char *text, const char *constrain
   return LLVMBuildCall2(L->b, fty, a, args, (unsigned)nargs, "");
 }
 
-/* f32 -> fp8 (round to nearest even, saturating), as an i8. */
-static LLVMValueRef f32_to_fp8(Lower *L, LLVMValueRef v, ScalarKind to) {
-  const char *text = to == SK_F8E4M3 ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;" : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;";
-  /* The second source lands in the low byte. */
-  LLVMValueRef args[2] = {LLVMConstReal(L->t_f32, 0.0), v};
-  LLVMValueRef packed = inline_asm(L, text, "=h,f,f", L->t_i16, args, 2);
-  return LLVMBuildTrunc(L->b, packed, L->t_i8, "");
-}
-
-/* Two f32 -> fp8 at once (one cvt makes both bytes): *lo and *hi. */
+/* Two f32 -> fp8 (round to nearest even, saturating) with one cvt:
+ * *out_lo and *out_hi, as i8s. */
 static void f32_pair_to_fp8(Lower *L, LLVMValueRef lo, LLVMValueRef hi, ScalarKind to, LLVMValueRef *out_lo,
                             LLVMValueRef *out_hi) {
   const char *text = to == SK_F8E4M3 ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;" : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;";
@@ -45,6 +37,13 @@ static void f32_pair_to_fp8(Lower *L, LLVMValueRef lo, LLVMValueRef hi, ScalarKi
   LLVMValueRef packed = inline_asm(L, text, "=h,f,f", L->t_i16, args, 2);
   *out_lo = LLVMBuildTrunc(L->b, packed, L->t_i8, "");
   *out_hi = LLVMBuildTrunc(L->b, LLVMBuildLShr(L->b, packed, LLVMConstInt(L->t_i16, 8, 0), ""), L->t_i8, "");
+}
+
+/* One f32 -> fp8, as an i8 (its cvt's other half converts a zero). */
+static LLVMValueRef f32_to_fp8(Lower *L, LLVMValueRef v, ScalarKind to) {
+  LLVMValueRef lo, hi;
+  f32_pair_to_fp8(L, v, LLVMConstReal(L->t_f32, 0.0), to, &lo, &hi);
+  return lo;
 }
 
 /* fp8 (an i8) -> f16, exactly. */
@@ -620,8 +619,8 @@ static LTile *lower_elementwise(Lower *L, const Op *op, const Layout *l) {
   LTile *t = lt_new(L, l);
   /* f32 (or narrower) -> fp8 two registers a cvt: half the conversions
    * (flash_attention_ws_fp8's P) */
-  if (op->kind == OP_CAST && is_fp8(rk) && scalar_is_float(k) && k != SK_F64 && !is_fp8(k) && in[0]->nregs > 1 &&
-      in[0]->nregs % 2 == 0 && t->nregs == in[0]->nregs) {
+  if (op->kind == OP_CAST && is_fp8(rk) && scalar_is_float(k) && !is_fp8(k) && t->nregs % 2 == 0 &&
+      in[0]->nregs == t->nregs) {
     for (int r = 0; r < t->nregs; r += 2)
       f32_pair_to_fp8(L, float_to_float(L, in[0]->regs[r], k, SK_F32), float_to_float(L, in[0]->regs[r + 1], k, SK_F32),
                       rk, &t->regs[r], &t->regs[r + 1]);

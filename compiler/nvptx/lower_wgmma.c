@@ -29,7 +29,6 @@
 
 /* K of one instruction: 16 for 16-bit inputs, 32 for fp8. */
 #define WGMMA_K_HALF 16
-#define WGMMA_K_FP8 WGMMA_K_8BIT
 /* Rows of K (or M/N) between two SBO steps. */
 #define CORE_ROWS 8
 /* Registers one asm statement ties through in a wait (one n256 tile). */
@@ -155,7 +154,7 @@ static void instruction_text(char *text, size_t tsize, char *cons, size_t csize,
                              ScalarKind ka, ScalarKind kb, bool a_regs, bool ta, bool tb) {
   int n = ws->inst_n / 2;
   int in = 2 * n; /* operands after the outputs and the tied accumulators */
-  bool fp8 = kstep == WGMMA_K_FP8;
+  bool fp8 = kstep == WGMMA_K_8BIT;
   size_t t = (size_t)snprintf(text, tsize, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
                               in + (a_regs ? 5 : 2), ws->inst_n, kstep, ptx_type(ka), ptx_type(kb));
   for (int i = 0; i < n; i++) t += (size_t)snprintf(text + t, tsize - t, i ? ", $%d" : "$%d", i);
@@ -213,7 +212,7 @@ LTile *lower_wgmma(Lower *L, const Op *op, const Layout *l) {
     return NULL;
   }
   bool fp8 = ka == SK_F8E4M3 || ka == SK_F8E5M2;
-  int kstep = fp8 ? WGMMA_K_FP8 : WGMMA_K_HALF;
+  int kstep = fp8 ? WGMMA_K_8BIT : WGMMA_K_HALF;
   LTile *acc = get_tile(L, cv, l);
   LTile *a = NULL;
   if (a_regs) {

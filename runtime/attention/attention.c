@@ -420,11 +420,12 @@ tile_status tile_attention_forward_fp8_lse(tile_attention *a, const tile_attenti
                        fn);
   if (!a) return tilert_fail(TILE_ERROR_INVALID_ARGUMENT, "%s: the tile_attention is NULL", fn);
   int64_t bh = (int64_t)pp->batch * pp->heads, bhk = (int64_t)pp->batch * pp->heads_kv, n = pp->seqlen;
+  int64_t vts = vt_stride(pp->seqlen);
   /* V^T's padding columns are part of the tensor: attention_vt writes
    * zeros there, which the forward reads as keys whose P is 0. (Built
    * with P_IN_REGISTERS, both kernels put each 16 tokens in k order, and
    * the last group's tokens may land in the padding.) */
-  tile_tensor tvt = {workspace, 2, {bhk * pp->head_dim, vt_stride(pp->seqlen)}, {vt_stride(pp->seqlen), 1}};
+  tile_tensor tvt = {workspace, 2, {bhk * pp->head_dim, vts}, {vts, 1}};
   tile_kernel *const *kern = a->wsfp8[pr.spec][layout];
   const int *block = a->wsfp8_block[pr.spec][layout];
   /* V^T of each key/value head into the workspace */

@@ -499,10 +499,6 @@ static const AttnCase fp8_cases[] = {
 /* flash_attention_ws_fp8.tile on the same inputs (q, k, v in b[0..2],
  * with the strides of the case), V transposed here into each head's
  * V^T: out and lse, poisoned first, against the reference r. */
-/* The token column kk (0..15) of a 16-token group of V^T holds in k order
- * (flash_attention_ws_fp8.tile's k_order). */
-static int k_order_token(int kk) { return (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3; }
-
 static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_attention_fp8_scales *sc,
                            const AttnRefOut *r, const int64_t *kvs, bool turns, bool p_regs) {
   char dim[8];
@@ -525,7 +521,7 @@ static bool ws_fp8_matches(Gpu *g, const AttnCase *c, const DBuf *b, const tile_
     for (int bb = 0; bb < c->batch; bb++)
       for (int h = 0; h < hk; h++)
         for (int t = 0; t < vt_cols; t++) {
-          int tok = p_regs ? t / 16 * 16 + k_order_token(t % 16) : t;
+          int tok = attn_vt_token(t, p_regs);
           for (int j = 0; j < c->dim; j++)
             dbuf_set(&vt, (((size_t)bb * hk + h) * c->dim + j) * (size_t)vt_stride + (size_t)t,
                      tok < c->seqlen ? dbuf_get(&b[2], (size_t)(bb * kvs[0] + h * kvs[1] + tok * kvs[2] + j)) : 0.0);

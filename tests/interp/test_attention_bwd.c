@@ -486,11 +486,6 @@ Test(attention_fp8, d128_causal) { check_fp8(1, 200, 128, true, 82); }
 /* V^T rows of fp8 are padded to a multiple of 16 bytes (a TMA stride). */
 #define VT_ROW_ALIGN 16
 
-/* The token that column kk (0..15) of a 16-token group of V^T holds in
- * k order (flash_attention_ws_fp8.tile's k_order: k's bits 0, 1, 2, 3 are
- * the token's bits 0, 3, 1, 2). */
-static int k_order_token(int kk) { return (kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3; }
-
 /* turns: the consumer warpgroups take turns (TURNS; no effect in the
  * interpreter, but the calls must balance on every path). p_regs: P and
  * V^T in k order (P_IN_REGISTERS in both kernels), V^T from attention_vt
@@ -521,7 +516,7 @@ static void check_fp8_ws(Shape s, bool turns, bool p_regs, uint64_t seed) {
   for (int b = 0; b < s.batch; b++)
     for (int h = 0; h < hk; h++)
       for (int t = 0; t < (p_regs ? vt_stride : s.seqlen); t++) {
-        int tok = p_regs ? t / 16 * 16 + k_order_token(t % 16) : t;
+        int tok = attn_vt_token(t, p_regs);
         for (int j = 0; j < s.dim; j++)
           hbuf_set(&vt, (((size_t)b * hk + h) * s.dim + j) * (size_t)vt_stride + (size_t)t,
                    tok < s.seqlen ? hbuf_get(&v, (size_t)(b * sv.b + h * sv.h + tok * sv.n + j)) : 0.0);

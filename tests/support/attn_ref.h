@@ -14,6 +14,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The token at column t of a head's V^T as flash_attention_ws_fp8.tile
+ * reads it: t itself, or with k_order (P_IN_REGISTERS) the token whose
+ * bits 0, 3, 1, 2 are t's bits 0, 1, 2, 3 within each 16. */
+static inline int attn_vt_token(int t, bool k_order) {
+  if (!k_order) return t;
+  int kk = t % 16;
+  return t - kk + ((kk & 1) | ((kk >> 2) & 1) << 1 | ((kk >> 3) & 1) << 2 | ((kk >> 1) & 1) << 3);
+}
+
 typedef struct AttnRefShape {
   int batch, heads, heads_kv, seqlen, dim;
   bool causal;
